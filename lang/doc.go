@@ -1,0 +1,14 @@
+// Package lang is the front end of wfc: a hand-written lexer feeding a
+// participle grammar, producing the syntax tree of package lang/ast with
+// exact byte ranges and every comment kept.
+//
+// ParseFile never fails outright: it always returns a tree, with *ast.Bad
+// items where input did not parse, and diagnostics for every error it found.
+// When the whole file does not parse, the parser re-parses it declaration by
+// declaration, then a broken node item by item, so one mistake does not hide
+// the rest of the file. Participle's messages are rewritten into human ones.
+//
+// Expressions are CEL. The grammar only finds where an expression ends (the
+// first token that cannot continue it); cel-go parses and checks the text in
+// the compiler, and positions are mapped back by byte offset.
+package lang

@@ -1,0 +1,208 @@
+package lang
+
+import (
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// gExpr is the grammar's CEL expression. It implements participle.Parseable:
+// instead of describing CEL's grammar a second time (cel-go parses the text
+// later), it skims tokens to find where the expression ends — at the first
+// token that cannot continue it — with brackets balanced. This is what lets
+// items need no separators (`when x > 0  timeout 30s`).
+type gExpr struct {
+	Start, End int
+}
+
+var binaryOps = map[string]bool{
+	"||": true, "&&": true, "==": true, "!=": true, "<": true, "<=": true,
+	">": true, ">=": true, "+": true, "-": true, "*": true, "/": true, "%": true,
+}
+
+type skimmer struct {
+	lex   *lexer.PeekingLexer
+	end   int
+	depth int
+}
+
+func (e *gExpr) Parse(lex *lexer.PeekingLexer) error {
+	t := lex.Peek()
+	if !startsOperand(t) {
+		// Every expression in the grammar follows a fixed token, so a
+		// missing one is an error here rather than a reason to backtrack;
+		// this gives "expected an expression" at the right place.
+		return participle.Errorf(t.Pos, "expected an expression, found %s", describe(t))
+	}
+	s := skimmer{lex: lex}
+	e.Start = t.Pos.Offset
+	if err := s.ternary(); err != nil {
+		return err
+	}
+	e.End = s.end
+	return nil
+}
+
+func startsOperand(t *lexer.Token) bool {
+	switch t.Type {
+	case tIdent, tInt, tFloat, tString:
+		return true
+	case tPunct:
+		switch t.Value {
+		case "(", "[", "{", "!", "-", ".":
+			return true
+		}
+	}
+	return false
+}
+
+func (s *skimmer) next() *lexer.Token {
+	t := s.lex.Next()
+	s.end = t.Pos.Offset + len(t.Value)
+	return t
+}
+
+func (s *skimmer) ternary() error {
+	s.depth++
+	defer func() { s.depth-- }()
+	if s.depth > MaxDepth {
+		return participle.Errorf(s.lex.Peek().Pos, "expression nested deeper than %d levels", MaxDepth)
+	}
+	if err := s.binary(); err != nil {
+		return err
+	}
+	if t := s.lex.Peek(); t.Type == tPunct && t.Value == "?" {
+		s.next()
+		if err := s.ternary(); err != nil {
+			return err
+		}
+		t := s.lex.Peek()
+		if t.Type != tPunct || t.Value != ":" {
+			return participle.Errorf(t.Pos, "expected \":\" of a conditional expression, found %s", describe(t))
+		}
+		s.next()
+		return s.ternary()
+	}
+	return nil
+}
+
+func (s *skimmer) binary() error {
+	for {
+		if err := s.unary(); err != nil {
+			return err
+		}
+		t := s.lex.Peek()
+		if (t.Type == tPunct && binaryOps[t.Value]) || (t.Type == tIdent && t.Value == "in") {
+			s.next()
+			continue
+		}
+		return nil
+	}
+}
+
+func (s *skimmer) unary() error {
+	for {
+		t := s.lex.Peek()
+		if t.Type == tPunct && (t.Value == "!" || t.Value == "-") {
+			s.next()
+			continue
+		}
+		break
+	}
+	if err := s.primary(); err != nil {
+		return err
+	}
+	// Postfix: member access, calls, indexing.
+	for {
+		t := s.lex.Peek()
+		if t.Type != tPunct {
+			return nil
+		}
+		switch t.Value {
+		case ".":
+			s.next()
+			id := s.lex.Peek()
+			if id.Type != tIdent {
+				return participle.Errorf(id.Pos, "expected a field name after \".\", found %s", describe(id))
+			}
+			s.next()
+		case "(", "[":
+			if err := s.balanced(); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+func (s *skimmer) primary() error {
+	t := s.lex.Peek()
+	switch t.Type {
+	case tIdent, tInt, tFloat, tString:
+		s.next()
+		return nil
+	case tPunct:
+		switch t.Value {
+		case "(", "[", "{":
+			return s.balanced()
+		case ".": // leading-dot qualified name
+			s.next()
+			id := s.lex.Peek()
+			if id.Type != tIdent {
+				return participle.Errorf(id.Pos, "expected a name after \".\", found %s", describe(id))
+			}
+			s.next()
+			return nil
+		}
+	}
+	return participle.Errorf(t.Pos, "expected an expression, found %s", describe(t))
+}
+
+// balanced consumes an opening bracket and everything up to its match.
+func (s *skimmer) balanced() error {
+	open := s.next()
+	stack := []string{closer(open.Value)}
+	for len(stack) > 0 {
+		t := s.lex.Peek()
+		if t.EOF() {
+			return participle.Errorf(open.Pos, "%q is not closed", open.Value)
+		}
+		if t.Type == tPunct {
+			switch t.Value {
+			case "(", "[", "{":
+				if len(stack) >= MaxDepth {
+					return participle.Errorf(t.Pos, "expression nested deeper than %d levels", MaxDepth)
+				}
+				stack = append(stack, closer(t.Value))
+			case ")", "]", "}":
+				if t.Value != stack[len(stack)-1] {
+					return participle.Errorf(t.Pos, "unexpected %q: %q at %d:%d is not closed", t.Value, open.Value, open.Pos.Line, open.Pos.Column)
+				}
+				stack = stack[:len(stack)-1]
+			}
+		}
+		s.next()
+	}
+	return nil
+}
+
+func closer(open string) string {
+	switch open {
+	case "(":
+		return ")"
+	case "[":
+		return "]"
+	}
+	return "}"
+}
+
+func describe(t *lexer.Token) string {
+	if t.EOF() && t.Value != "" {
+		// The end of a chunk parsed during recovery: name the real token.
+		return "\"" + t.Value + "\""
+	}
+	if t.EOF() {
+		return "end of file"
+	}
+	return "\"" + t.Value + "\""
+}

@@ -26,7 +26,6 @@ const (
 	tPunct    = lexer.TokenType(-7)
 )
 
-
 // Limits enforced while lexing; see docs/language.md "Limits".
 const (
 	MaxFileSize = 1 << 20 // bytes

@@ -12,6 +12,9 @@ import (
 // items need no separators (`when x > 0  timeout 30s`).
 type gExpr struct {
 	Start, End int
+	// Str is set when the expression is one string literal (not a bytes
+	// literal): the parser then decodes it and splits its template.
+	Str bool
 }
 
 var binaryOps = map[string]bool{
@@ -30,7 +33,14 @@ func (e *gExpr) Parse(lex *lexer.PeekingLexer) error {
 	if !startsOperand(t) {
 		// Every expression in the grammar follows a fixed token, so a
 		// missing one is an error here rather than a reason to backtrack;
-		// this gives "expected an expression" at the right place.
+		// this gives "expected an expression" at the right place. The bad
+		// token is consumed so that participle does not take the error for
+		// a reason to try another alternative (or to skip an optional
+		// group) and report something vaguer at the token before.
+		lex.Next()
+		if t.Type == tDuration {
+			return participle.Errorf(t.Pos, "expected an expression, found the duration %s; CEL writes it duration(%q)", t.Value, t.Value)
+		}
 		return participle.Errorf(t.Pos, "expected an expression, found %s", describe(t))
 	}
 	s := skimmer{lex: lex}
@@ -39,7 +49,18 @@ func (e *gExpr) Parse(lex *lexer.PeekingLexer) error {
 		return err
 	}
 	e.End = s.end
+	e.Str = t.Type == tString && e.End == t.Pos.Offset+len(t.Value) && !isBytesLiteral(t.Value)
 	return nil
+}
+
+// isBytesLiteral reports whether a string token has a b/B prefix.
+func isBytesLiteral(v string) bool {
+	for i := 0; i < len(v) && v[i] != '"' && v[i] != '\''; i++ {
+		if v[i] == 'b' || v[i] == 'B' {
+			return true
+		}
+	}
+	return false
 }
 
 func startsOperand(t *lexer.Token) bool {
@@ -108,10 +129,14 @@ func (s *skimmer) unary() error {
 		}
 		break
 	}
+	// A qualified name (a.b.c, .a.b) may be followed by a message literal
+	// `{ field: value }`; track whether the operand is still one.
+	first := s.lex.Peek()
+	qualified := first.Type == tIdent || (first.Type == tPunct && first.Value == ".")
 	if err := s.primary(); err != nil {
 		return err
 	}
-	// Postfix: member access, calls, indexing.
+	// Postfix: member access, calls, indexing, message construction.
 	for {
 		t := s.lex.Peek()
 		if t.Type != tPunct {
@@ -126,6 +151,15 @@ func (s *skimmer) unary() error {
 			}
 			s.next()
 		case "(", "[":
+			qualified = false
+			if err := s.balanced(); err != nil {
+				return err
+			}
+		case "{":
+			if !qualified {
+				return nil
+			}
+			qualified = false
 			if err := s.balanced(); err != nil {
 				return err
 			}
@@ -197,9 +231,9 @@ func closer(open string) string {
 }
 
 func describe(t *lexer.Token) string {
-	if t.EOF() && t.Value != "" {
+	if t.EOF() && len(t.Value) > len(chunkEnd) {
 		// The end of a chunk parsed during recovery: name the real token.
-		return "\"" + t.Value + "\""
+		return "\"" + t.Value[len(chunkEnd):] + "\""
 	}
 	if t.EOF() {
 		return "end of file"

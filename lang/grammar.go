@@ -58,7 +58,7 @@ type gWorkflow struct {
 type gWItem struct {
 	Pos     lexer.Position
 	EndPos  lexer.Position
-	Node    *gNode       `parser:"  @@"`
+	Node    *gNode       `parser:"  (?= Ident Ident (\"{\" | \"after\" | \"join\")) @@"`
 	Handler *gHandler    `parser:"| @@"`
 	Input   *gFieldBlock `parser:"| @@"`
 	Params  *gParamBlock `parser:"| (?= \"output\") @@"`

@@ -186,7 +186,12 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 						}
 						i++
 					}
+					if msg := checkDuration(src[start:i]); msg != "" {
+						rp.Add(diag.BadNumber, source.Range{Start: start, End: i}, msg)
+					}
 				}
+			} else if typ == tInt && i-start == 2 && (src[i-1] == 'x' || src[i-1] == 'X') {
+				rp.Add(diag.BadNumber, source.Range{Start: start, End: i}, "hexadecimal literal has no digits")
 			}
 			emit(typ, start, i)
 		case c == '"' || c == '\'':
@@ -285,6 +290,14 @@ func scanString(src string, start, q int, rp *diag.Reporter) (int, int) {
 		c := src[i]
 		switch {
 		case c == '\\' && !raw:
+			if i+1 < len(src) && src[i+1] == '\n' && !triple {
+				// An escaped newline does not continue a one-line string.
+				i++
+				continue
+			}
+			if i+1 < len(src) && src[i+1] == '\n' {
+				nl++
+			}
 			i += 2
 			continue
 		case c == '\n':
@@ -359,4 +372,39 @@ func punctLen(src string, i int) int {
 		return 1
 	}
 	return 0
+}
+
+// checkDuration validates a duration literal the way time.ParseDuration
+// reads it (without a sign): one or more decimal numbers, each followed by
+// a unit. It returns a message for a malformed one, or "".
+func checkDuration(d string) string {
+	i := 0
+	for i < len(d) {
+		j := i
+		for j < len(d) && isDigit(d[j]) {
+			j++
+		}
+		if j < len(d) && d[j] == '.' {
+			j++
+			for j < len(d) && isDigit(d[j]) {
+				j++
+			}
+		}
+		if j == i || (j == i+1 && d[i] == '.') {
+			return fmt.Sprintf("invalid duration %q: expected a number at %q", d, d[i:])
+		}
+		k := j
+		for k < len(d) && !isDigit(d[k]) && d[k] != '.' {
+			k++
+		}
+		switch unit := d[j:k]; unit {
+		case "ns", "us", "µs", "ms", "s", "m", "h":
+		case "":
+			return fmt.Sprintf("invalid duration %q: missing unit after %q (units are ns, us, ms, s, m, h)", d, d[i:j])
+		default:
+			return fmt.Sprintf("invalid duration %q: unknown unit %q (units are ns, us, ms, s, m, h)", d, unit)
+		}
+		i = k
+	}
+	return ""
 }

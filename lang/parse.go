@@ -3,6 +3,7 @@ package lang
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,9 @@ func ParseFile(f *source.File) (*ast.File, diag.List) {
 	rp := &diag.Reporter{File: f}
 	file := &ast.File{Name: f.Name, Range: source.Range{Start: 0, End: len(f.Src)}}
 	if len(f.Src) > MaxFileSize {
-		rp.Add(diag.FileTooLarge, source.Range{}, fmt.Sprintf("file is %d bytes; the limit is %d", len(f.Src), MaxFileSize))
+		// Point at the first byte past the limit.
+		rp.Add(diag.FileTooLarge, source.Range{Start: MaxFileSize, End: MaxFileSize + 1},
+			fmt.Sprintf("file is %d bytes; the limit is %d bytes (1 MiB)", len(f.Src), MaxFileSize))
 		return file, rp.Diags.Sorted()
 	}
 	sc := scan(f, rp)
@@ -31,8 +34,8 @@ func ParseFile(f *source.File) (*ast.File, diag.List) {
 		// A pathological file; parsing it recursively is what the limit prevents.
 		return file, rp.Diags.Sorted()
 	}
-	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments}
 	toks := sc.toks
+	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments, toks: toks}
 	g, err := fileParser.ParseFromLexer(peeking(toks))
 	if err == nil {
 		for _, t := range g.Items {
@@ -56,6 +59,7 @@ type parser struct {
 	rp       *diag.Reporter
 	src      string
 	comments []*ast.Comment
+	toks     []lexer.Token // all tokens of the file, ending with EOF
 }
 
 func peeking(toks []lexer.Token) *lexer.PeekingLexer {
@@ -68,8 +72,15 @@ func peeking(toks []lexer.Token) *lexer.PeekingLexer {
 func withEOF(toks []lexer.Token, i, j int) []lexer.Token {
 	out := make([]lexer.Token, 0, j-i+1)
 	out = append(out, toks[i:j]...)
-	return append(out, lexer.Token{Type: tEOF, Value: toks[j].Value, Pos: toks[j].Pos})
+	return append(out, lexer.Token{Type: tEOF, Value: chunkEnd + toks[j].Value, Pos: toks[j].Pos})
 }
+
+// chunkEnd marks the Value of the EOF token that ends a chunk: the value
+// names the real token there for messages, and the marker keeps participle
+// from matching the EOF against a literal ("}" would otherwise "close" a
+// block that the source never closed).
+const chunkEnd = "\x00"
+
 
 // syntaxError turns participle's grammar-shaped error into a diagnostic.
 func (p *parser) syntaxError(err error, context string) {
@@ -84,312 +95,71 @@ func (p *parser) syntaxError(err error, context string) {
 	if errors.As(err, &ut) {
 		tok := ut.Unexpected
 		off = tok.Pos.Offset
-		if tok.EOF() && tok.Value == "" {
+		k := p.tokenIndex(off)
+		expect := ut.Expect
+		if m := ut.Message(); expect == "" && strings.HasSuffix(m, ")") {
+			if i := strings.LastIndex(m, " (expected "); i >= 0 {
+				expect = m[i+len(" (expected ") : len(m)-1]
+			}
+		}
+		hint := expectHint(expect)
+		if tok.Type == tIdent && expect == `"}"` && k+1 < len(p.toks) {
+			// No item of the block could start with this word: in a
+			// branch the word itself is wrong, elsewhere what follows it.
+			if key := p.blockKey(k); key == "branch" {
+				hint = `"when" or "else"`
+			} else {
+				next := &p.toks[k+1]
+				off = next.Pos.Offset
+				context = fmt.Sprintf("%s, after %q", context, tok.Value)
+				tok, hint = *next, ""
+			}
+		}
+		if tok.EOF() && (tok.Value == "" || tok.Value == chunkEnd) {
 			msg = "unexpected end of " + context
 		} else {
 			msg = fmt.Sprintf("unexpected %s in %s", describe(&tok), context)
 		}
-		if hint := expectHint(ut.Expect); hint != "" {
+		if hint != "" {
 			msg += "; expected " + hint
 		}
 	}
-	end := off + 1
-	if off < len(p.src) {
-		_, end = tokenAt(p.src, off)
-	}
-	p.rp.Add(diag.SyntaxError, source.Range{Start: off, End: min(end, len(p.src))}, msg)
+	p.rp.Add(diag.SyntaxError, p.tokenRange(p.toks[p.tokenIndex(off)]), msg)
 }
+
+// blockKey returns the word before the "{" that encloses token k ("" at
+// top level).
+func (p *parser) blockKey(k int) string {
+	depth := 0
+	for m := k - 1; m > 0; m-- {
+		t := p.toks[m]
+		if t.Type != tPunct {
+			continue
+		}
+		switch t.Value {
+		case "}":
+			depth++
+		case "{":
+			if depth == 0 {
+				return p.toks[m-1].Value
+			}
+			depth--
+		}
+	}
+	return ""
+}
+
+// grammarish matches grammar production names (GItem) and token classes
+// (<ident>) in participle's messages.
+var grammarish = regexp.MustCompile(`\b[gG][A-Z][a-z]+|<[a-zA-Z]+>`)
 
 // expectHint keeps participle's expectation only when it is a short literal
 // list; grammar productions are not something a user should read.
 func expectHint(expect string) string {
-	if expect == "" || strings.ContainsAny(expect, "()|*?") || strings.Contains(expect, "G") {
+	if expect == "" || strings.ContainsAny(expect, "()|*?<") || grammarish.MatchString(expect) {
 		return ""
 	}
 	return expect
-}
-
-func tokenAt(src string, off int) (int, int) {
-	end := off + 1
-	for end < len(src) && (isLetter(src[end]) || isDigit(src[end])) && (isLetter(src[off]) || isDigit(src[off])) {
-		end++
-	}
-	return off, end
-}
-
-// ---- recovery ----
-
-// recoverTop splits the token stream at top-level declarations and parses
-// each on its own.
-func (p *parser) recoverTop(toks []lexer.Token) []ast.Item {
-	var items []ast.Item
-	starts := splitTop(toks)
-	for k, i := range starts {
-		j := len(toks) - 1
-		if k+1 < len(starts) {
-			j = starts[k+1]
-		}
-		if i == j {
-			continue
-		}
-		g, err := topParser.ParseFromLexer(peeking(withEOF(toks, i, j)))
-		if err == nil {
-			items = append(items, p.top(g))
-			continue
-		}
-		if toks[i].Value == "workflow" && j-i >= 3 && toks[i+1].Type == tIdent && toks[i+2].Value == "{" {
-			items = append(items, p.recoverWorkflow(toks, i, j))
-			continue
-		}
-		p.syntaxError(err, context(toks[i]))
-		items = append(items, &ast.Bad{Range: source.Range{Start: toks[i].Pos.Offset, End: endOf(toks, j)}})
-	}
-	return items
-}
-
-func context(t lexer.Token) string {
-	switch t.Value {
-	case "workflow":
-		return "workflow"
-	case "handler":
-		return "handler declaration"
-	case "import":
-		return "import"
-	case "task", "agent", "human", "flow":
-		return t.Value + " " + "declaration"
-	}
-	return "file"
-}
-
-func endOf(toks []lexer.Token, j int) int {
-	if j == 0 {
-		return 0
-	}
-	t := toks[j-1]
-	return t.Pos.Offset + len(t.Value)
-}
-
-var topKeywords = map[string]bool{"import": true, "handler": true, "workflow": true}
-
-// splitTop returns the indexes of tokens that start a top-level declaration:
-// a top keyword at depth 0, or a `workflow name {` / `handler "x" {` at any
-// depth (a missing `}` must not swallow the rest of the file).
-func splitTop(toks []lexer.Token) []int {
-	starts := []int{0}
-	depth := 0
-	for i := 0; i < len(toks)-1; i++ {
-		t := toks[i]
-		if i > 0 && t.Type == tIdent && topKeywords[t.Value] && (depth == 0 || startsDecl(toks, i)) {
-			starts = append(starts, i)
-			depth = 0
-		}
-		depth += depthDelta(t)
-	}
-	return starts
-}
-
-func depthDelta(t lexer.Token) int {
-	if t.Type != tPunct {
-		return 0
-	}
-	switch t.Value {
-	case "{", "(", "[":
-		return 1
-	case "}", ")", "]":
-		return -1
-	}
-	return 0
-}
-
-// startsDecl reports whether toks[i] starts `kw name {` (or `kw name after`).
-func startsDecl(toks []lexer.Token, i int) bool {
-	if i+2 >= len(toks) {
-		return false
-	}
-	if i > 0 && toks[i-1].Type == tPunct && toks[i-1].Value == "." {
-		return false
-	}
-	name, next := toks[i+1], toks[i+2]
-	if name.Type != tIdent && !(name.Type == tString && toks[i].Value == "handler") {
-		return false
-	}
-	return next.Value == "{" || (next.Type == tIdent && (next.Value == "after" || next.Value == "join"))
-}
-
-var nodeKinds = map[string]bool{"task": true, "agent": true, "human": true, "flow": true}
-
-// wItemKeywords start workflow items.
-var wItemKeywords = map[string]bool{
-	"task": true, "agent": true, "human": true, "flow": true, "handler": true,
-	"input": true, "output": true, "version": true, "description": true,
-	"deadline": true, "max_hops": true, "max_fanout": true,
-}
-
-func (p *parser) recoverWorkflow(toks []lexer.Token, i, j int) ast.Item {
-	w := &ast.Workflow{Range: source.Range{Start: toks[i].Pos.Offset, End: endOf(toks, j)}, Name: p.ident(toks[i+1])}
-	bodyStart, bodyEnd := i+3, j
-	// The workflow's closing brace is the last `}` at depth 0 of the body.
-	closed := false
-	if k := closingBrace(toks, bodyStart, j); k >= 0 {
-		bodyEnd, closed = k, true
-		if k+1 < j {
-			// Tokens after the workflow's closing brace.
-			p.syntaxError(&participle.UnexpectedTokenError{Unexpected: toks[k+1]}, "file")
-		}
-	} else if j > bodyStart && toks[j-1].Value == "}" {
-		// An inner block is unclosed; the last brace is the workflow's.
-		bodyEnd, closed = j-1, true
-	}
-	starts := splitItems(toks, bodyStart, bodyEnd, wItemKeywords, true)
-	for k, s := range starts {
-		e := bodyEnd
-		if k+1 < len(starts) {
-			e = starts[k+1]
-		}
-		if s == e {
-			continue
-		}
-		g, err := wItemParser.ParseFromLexer(peeking(withEOF(toks, s, e)))
-		if err == nil {
-			w.Items = append(w.Items, p.wItem(g))
-			continue
-		}
-		if nodeKinds[toks[s].Value] && e-s >= 2 && toks[s+1].Type == tIdent {
-			w.Items = append(w.Items, p.recoverNode(toks, s, e))
-			continue
-		}
-		p.syntaxError(err, context(toks[s])+" in workflow")
-		w.Items = append(w.Items, &ast.Bad{Range: source.Range{Start: toks[s].Pos.Offset, End: endOf(toks, e)}})
-	}
-	if !closed {
-		p.rp.Add(diag.SyntaxError, source.Range{Start: toks[i+2].Pos.Offset, End: toks[i+2].Pos.Offset + 1}, "the workflow's \"{\" is never closed")
-	}
-	return w
-}
-
-// closingBrace finds the `}` that closes a block whose body starts at i,
-// scanning no further than j; -1 if there is none.
-func closingBrace(toks []lexer.Token, i, j int) int {
-	d := 0
-	for k := i; k < j; k++ {
-		d += depthDelta(toks[k])
-		if d < 0 {
-			return k
-		}
-	}
-	return -1
-}
-
-// nodeItemKeywords start node items.
-var nodeItemKeywords = map[string]bool{
-	"run": true, "with": true, "output": true, "when": true, "for_each": true,
-	"retry": true, "timeout": true, "branch": true, "loop": true, "on_error": true,
-	"compensate": true, "model": true, "temperature": true, "prompt": true,
-	"routes": true, "default": true, "approvers": true, "on_timeout": true,
-	"on_reject": true, "uses": true, "description": true,
-}
-
-// continuesExpr: a keyword right after one of these tokens is part of an
-// expression (`when output.x`, `a in b`), not the start of an item.
-func continuesExpr(t lexer.Token) bool {
-	if t.Type == tPunct {
-		switch t.Value {
-		case "{", "}", ";", "]", ")":
-			return false
-		}
-		return true
-	}
-	return t.Type == tIdent && (t.Value == "when" || t.Value == "while" || t.Value == "in")
-}
-
-// splitItems returns the indexes in [i, j) where a new item starts: an item
-// keyword at depth 0 of the body not continuing an expression; with
-// nodesAnywhere, also a node header at any depth (a missing `}` in one node
-// must not swallow the next).
-func splitItems(toks []lexer.Token, i, j int, kw map[string]bool, nodesAnywhere bool) []int {
-	starts := []int{i}
-	depth := 0
-	for k := i; k < j; k++ {
-		t := toks[k]
-		if k > i && t.Type == tIdent {
-			isStart := depth == 0 && kw[t.Value] && !continuesExpr(toks[k-1])
-			if isStart && t.Value == "output" {
-				isStart = toks[k+1].Value == "{"
-			}
-			if !isStart && nodesAnywhere && depth > 0 && nodeKinds[t.Value] && startsDecl(toks, k) {
-				isStart = true
-			}
-			if isStart {
-				starts = append(starts, k)
-				depth = 0
-			}
-		}
-		depth += depthDelta(t)
-		if depth < 0 {
-			depth = 0
-		}
-	}
-	return starts
-}
-
-func (p *parser) recoverNode(toks []lexer.Token, i, j int) ast.Item {
-	n := &ast.NodeDecl{Range: source.Range{Start: toks[i].Pos.Offset, End: endOf(toks, j)}, Kind: p.ident(toks[i]), Name: p.ident(toks[i+1])}
-	// Header: after a, b  join x  {
-	k := i + 2
-	if k < j && toks[k].Value == "after" {
-		k++
-		for k < j && toks[k].Type == tIdent {
-			n.After = append(n.After, p.ident(toks[k]))
-			k++
-			if k < j && toks[k].Value == "," {
-				k++
-				continue
-			}
-			break
-		}
-	}
-	if k+1 < j && toks[k].Value == "join" && toks[k+1].Type == tIdent {
-		n.Join = p.ident(toks[k+1])
-		k += 2
-	}
-	if k >= j || toks[k].Value != "{" {
-		t := toks[k]
-		p.syntaxError(&participle.UnexpectedTokenError{Unexpected: t}, context(toks[i]))
-		return &ast.Bad{Range: n.Range, Kind: n.Kind, Name: n.Name}
-	}
-	open := toks[k]
-	bodyStart, bodyEnd := k+1, j
-	if c := closingBrace(toks, bodyStart, j); c >= 0 {
-		bodyEnd = c
-		if c+1 < j {
-			p.syntaxError(&participle.UnexpectedTokenError{Unexpected: toks[c+1]}, "workflow")
-		}
-	} else {
-		p.rp.Add(diag.SyntaxError, source.Range{Start: open.Pos.Offset, End: open.Pos.Offset + 1}, fmt.Sprintf("the \"{\" of %s %s is never closed", n.Kind.Name, n.Name.Name))
-	}
-	starts := splitItems(toks, bodyStart, bodyEnd, nodeItemKeywords, false)
-	for x, s := range starts {
-		e := bodyEnd
-		if x+1 < len(starts) {
-			e = starts[x+1]
-		}
-		if s == e {
-			continue
-		}
-		// A trailing ";" belongs to the item.
-		end := e
-		if end > s && toks[end-1].Value == ";" {
-			end--
-		}
-		g, err := itemParser.ParseFromLexer(peeking(withEOF(toks, s, end)))
-		if err == nil {
-			n.Items = append(n.Items, p.item(g))
-			continue
-		}
-		p.syntaxError(err, "`"+toks[s].Value+"` item of "+n.Kind.Name+" "+n.Name.Name)
-		n.Items = append(n.Items, &ast.Bad{Range: source.Range{Start: toks[s].Pos.Offset, End: endOf(toks, e)}})
-	}
-	return n
 }
 
 // ---- conversion from the grammar types to the public tree ----
@@ -398,37 +168,39 @@ func rng(pos, end lexer.Position) source.Range {
 	return source.Range{Start: pos.Offset, End: end.Offset}
 }
 
-// trim shrinks a range whose end participle put at the next token (past
-// whitespace and comments) back to the end of the last real token.
+// trim turns participle's range, whose end is the position of the next
+// token, into one that ends at the end of the node's last token: never past
+// whitespace, comments or characters the lexer skipped.
 func (p *parser) trim(r source.Range) source.Range {
-	e := r.End
-	for e > r.Start {
-		c := p.src[e-1]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-			e--
-			continue
-		}
-		// A comment before the next token: back up over it.
-		if ls := strings.LastIndex(p.src[r.Start:e], "//"); ls >= 0 && !strings.Contains(p.src[r.Start+ls:e], "\n") && p.inComment(r.Start+ls) {
-			e = r.Start + ls
-			continue
-		}
-		if e >= 2 && p.src[e-2:e] == "*/" {
-			if bs := strings.LastIndex(p.src[r.Start:e-2], "/*"); bs >= 0 && p.inComment(r.Start+bs) {
-				e = r.Start + bs
-				continue
-			}
-		}
-		break
+	if e := p.endBefore(r.End); e >= r.Start {
+		r.End = e
 	}
-	r.End = e
 	return r
 }
 
-// inComment reports whether off starts a comment (and not, say, "//" inside
-// a string). It consults the comment list, which is sorted.
-func (p *parser) inComment(off int) bool {
-	return p.commentAt(off)
+// endBefore returns the end of the last token that starts before off.
+func (p *parser) endBefore(off int) int {
+	k := p.tokenIndex(off)
+	if k == 0 {
+		return 0
+	}
+	t := &p.toks[k-1]
+	return t.Pos.Offset + len(t.Value)
+}
+
+// tokenIndex returns the index of the first token at or after off.
+func (p *parser) tokenIndex(off int) int {
+	toks := p.toks
+	lo, hi := 0, len(toks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if toks[m].Pos.Offset < off {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 func (p *parser) ident(t lexer.Token) *ast.Ident {
@@ -493,7 +265,15 @@ func (p *parser) wItem(g *gWItem) ast.Item {
 	case g.Params != nil:
 		return p.params(g.Params)
 	case g.Setting != nil:
-		return p.setting(g.Setting)
+		st := p.setting(g.Setting)
+		if nodeKinds[st.Key.Name] && st.Value.Kind == ast.IdentValue {
+			// `task a` without a body parses as a setting; it is a node
+			// missing its "{".
+			next := p.toks[p.tokenIndex(st.End)]
+			p.rp.Add(diag.SyntaxError, p.tokenRange(next), fmt.Sprintf("expected \"{\" to start the body of %s %s, found %s", st.Key.Name, st.Value.Raw, describe(&next)))
+			return &ast.Bad{Range: st.Range, Kind: st.Key, Name: &ast.Ident{Range: st.Value.Range, Name: st.Value.Raw}}
+		}
+		return st
 	}
 	return &ast.Bad{Range: p.trim(rng(g.Pos, g.EndPos))}
 }
@@ -620,35 +400,12 @@ func (p *parser) value(g *gValue) *ast.Value {
 }
 
 func (p *parser) expr(g *gExpr) *ast.Expr {
-	e := &ast.Expr{Range: source.Range{Start: g.Start, End: g.End}, Text: p.src[g.Start:g.End]}
+	e := &ast.Expr{Range: source.Range{Start: g.Start, End: g.End}, Text: p.exprText(g.Start, g.End)}
 	// A lone string literal: keep it decoded, with any template parts.
-	if c := e.Text[0]; c == '"' || c == '\'' {
-		if _, end := stringEnd(e.Text); end == len(e.Text) {
-			e.Str = p.strAt(e.Start, e.End)
-		}
+	if g.Str {
+		e.Str = p.strAt(e.Start, e.End)
 	}
 	return e
-}
-
-// stringEnd returns the end of the string literal starting text (simple
-// quotes only); used to tell `"a"` from `"a" + b`.
-func stringEnd(text string) (int, int) {
-	q := text[0]
-	if len(text) >= 3 && text[1] == q && text[2] == q {
-		if k := strings.Index(text[3:], strings.Repeat(string(q), 3)); k >= 0 {
-			return 0, k + 6
-		}
-		return 0, len(text) + 1
-	}
-	for i := 1; i < len(text); i++ {
-		switch text[i] {
-		case '\\':
-			i++
-		case q:
-			return 0, i + 1
-		}
-	}
-	return 0, len(text) + 1
 }
 
 func (p *parser) str(g *gString) *ast.String {
@@ -729,6 +486,7 @@ func (p *parser) template(s *ast.String) []*ast.TemplatePart {
 	for i < len(raw) && raw[i] != '"' && raw[i] != '\'' {
 		i++
 	}
+	rawPrefix := strings.ContainsAny(raw[:i], "rR")
 	q := raw[i]
 	open := 1
 	if len(raw) >= i+6 && raw[i+1] == q && raw[i+2] == q {
@@ -743,7 +501,10 @@ func (p *parser) template(s *ast.String) []*ast.TemplatePart {
 		if b <= a {
 			return
 		}
-		text, _ := Unquote(string(q) + raw[a:b] + string(q))
+		text := raw[a:b]
+		if !rawPrefix {
+			text, _ = Unquote(string(q) + text + string(q))
+		}
 		parts = append(parts, &ast.TemplatePart{Range: source.Range{Start: s.Start + a, End: s.Start + b}, Text: text})
 	}
 	k := bodyStart

@@ -76,7 +76,7 @@ type TemplatePart struct {
 // inside `with` values are found.
 type Expr struct {
 	Range
-	Text string
+	Text string // source text; comments inside are replaced by spaces
 	Str  *String
 }
 

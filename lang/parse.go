@@ -81,7 +81,6 @@ func withEOF(toks []lexer.Token, i, j int) []lexer.Token {
 // block that the source never closed).
 const chunkEnd = "\x00"
 
-
 // syntaxError turns participle's grammar-shaped error into a diagnostic.
 func (p *parser) syntaxError(err error, context string) {
 	var pe participle.Error

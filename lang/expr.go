@@ -1,6 +1,10 @@
 package lang
 
 import (
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
 )
@@ -233,10 +237,44 @@ func closer(open string) string {
 func describe(t *lexer.Token) string {
 	if t.EOF() && len(t.Value) > len(chunkEnd) {
 		// The end of a chunk parsed during recovery: name the real token.
-		return "\"" + t.Value[len(chunkEnd):] + "\""
+		return describeText(t.Value[len(chunkEnd):])
 	}
 	if t.EOF() {
 		return "end of file"
 	}
-	return "\"" + t.Value + "\""
+	return describeText(t.Value)
+}
+
+// describeText names a token by its text for a message: a string literal as
+// `string "..."`, anything else in quotes; long tokens are shortened and
+// unprintable characters escaped.
+func describeText(v string) string {
+	j := stringPrefix(v, 0)
+	isString := j < len(v) && (v[j] == '"' || v[j] == '\'')
+	if len(v) > 32 {
+		cut := 28
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut] + "..."
+		if isString {
+			v += v[j : j+1] // close the quote
+		}
+	}
+	printable := utf8.ValidString(v)
+	for _, r := range v {
+		if !unicode.IsPrint(r) {
+			printable = false
+		}
+	}
+	if isString {
+		if !printable {
+			return "string " + strconv.Quote(v)
+		}
+		return "string " + v
+	}
+	if !printable {
+		return strconv.Quote(v)
+	}
+	return "\"" + v + "\""
 }

@@ -502,7 +502,9 @@ func (p *parser) template(s *ast.String) []*ast.TemplatePart {
 		}
 		text := raw[a:b]
 		if !rawPrefix {
-			text, _ = Unquote(string(q) + text + string(q))
+			if dec, err := Unquote(string(q) + text + string(q)); err == nil {
+				text = dec
+			} // else: the bad escape was reported; keep the text as written
 		}
 		parts = append(parts, &ast.TemplatePart{Range: source.Range{Start: s.Start + a, End: s.Start + b}, Text: text})
 	}

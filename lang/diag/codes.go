@@ -137,6 +137,10 @@ const (
 	SelfEdge Code = "WF3007"
 	// TooMany: a workflow limit is exceeded (nodes, static fan-out).
 	TooMany Code = "WF3008"
+	// LoopBody: an edge leaves a loop body from a node other than the loop
+	// node, or two loops overlap without one containing the other; each
+	// iteration would send tokens out of the loop again.
+	LoopBody Code = "WF3009"
 )
 
 // Joins and data safety: WF4xxx.
@@ -144,8 +148,9 @@ const (
 	// JoinAllSkippable: a `join any` all of whose incoming edges may deliver a
 	// skip token, so it may never run.
 	JoinAllSkippable Code = "WF4001"
-	// JoinNever: a join that can never fire (e.g. waits on mutually exclusive
-	// branch targets with `join all` and no other path).
+	// JoinNever: a join node (two or more incoming edges) none of whose
+	// inputs can ever deliver a real token, because every source is removed
+	// as dead by the optimiser; the node is removed too.
 	JoinNever Code = "WF4002"
 	// NotAncestor: an expression reads `x.output` but x is not guaranteed to
 	// have finished first.
@@ -166,6 +171,13 @@ const (
 	ConstCondition Code = "WF5002"
 	// RedundantAfter: an `after` edge implied by other edges; it is dropped.
 	RedundantAfter Code = "WF5003"
+)
+
+// Internal errors: WF9xxx.
+const (
+	// Internal: the compiler produced an IR that its own checks reject; a bug
+	// in wfc, never in the workflow. Please report it with the source.
+	Internal Code = "WF9001"
 )
 
 var all = []CodeInfo{
@@ -211,9 +223,10 @@ var all = []CodeInfo{
 	{AfterBranch, Error, "after a branch that never routes here"},
 	{SelfEdge, Error, "node depends on itself"},
 	{TooMany, Error, "limit exceeded"},
+	{LoopBody, Error, "edge leaves a loop body"},
 
 	{JoinAllSkippable, Warning, "join may never run"},
-	{JoinNever, Error, "join can never fire"},
+	{JoinNever, Warning, "join can never fire"},
 	{NotAncestor, Error, "output of a node that is not an ancestor"},
 	{MaybeSkipped, Warning, "output of a node that may be skipped"},
 	{JoinSingle, Warning, "join on a node with one input"},
@@ -221,6 +234,8 @@ var all = []CodeInfo{
 	{DeadNode, Warning, "node removed: never runs"},
 	{ConstCondition, Warning, "constant condition"},
 	{RedundantAfter, Info, "redundant after edge"},
+
+	{Internal, Error, "internal compiler error"},
 }
 
 var registry = func() map[Code]CodeInfo {

@@ -1,0 +1,58 @@
+package compiler
+
+import "github.com/wfc-lang/wfc/ir"
+
+func obj(fields ...ir.Field) *ir.Type { return &ir.Type{Kind: ir.KindObject, Fields: fields} }
+func fld(name, kind string) ir.Field  { return ir.Field{Name: name, Type: ir.Type{Kind: kind}} }
+func opt(name, kind string) ir.Field {
+	return ir.Field{Name: name, Type: ir.Type{Kind: kind}, Optional: true}
+}
+func optT(name string, t ir.Type) ir.Field { return ir.Field{Name: name, Type: t, Optional: true} }
+func mapOf(kind string) ir.Type            { return ir.Type{Kind: ir.KindMap, Elem: &ir.Type{Kind: kind}} }
+func listOf(kind string) ir.Type           { return ir.Type{Kind: ir.KindList, Elem: &ir.Type{Kind: kind}} }
+
+// Builtins returns the handlers every workflow can `run` without declaring
+// them. Their schemas are the contract with the runtime's implementations
+// (runtime/handlers); docs/language.md lists them.
+func Builtins() map[string]*HandlerInfo {
+	hs := []*HandlerInfo{
+		{Name: "noop", Config: obj(), Output: obj(), Doc: "Does nothing and outputs {}."},
+		{Name: "echo", Open: true, Doc: "Outputs its `with` values unchanged."},
+		{Name: "cel", Open: true, Doc: "Outputs its `with` values: each field is a CEL expression evaluated at run time."},
+		{Name: "fail", Config: obj(opt("message", ir.KindString)), Output: obj(), Doc: "Always fails with `message` (for tests)."},
+		{Name: "sleep", Config: obj(fld("duration", ir.KindDuration)), Output: obj(), Doc: "Waits for `duration`."},
+		{Name: "http", Config: obj(
+			fld("url", ir.KindString),
+			opt("method", ir.KindString),
+			optT("headers", mapOf(ir.KindString)),
+			opt("body", ir.KindAny),
+			opt("timeout", ir.KindDuration),
+		), Output: obj(
+			fld("status", ir.KindInt),
+			ir.Field{Name: "headers", Type: mapOf(ir.KindString)},
+			fld("body", ir.KindAny),
+		), Doc: "Sends a JSON HTTP request; retries network errors and 5xx honouring Retry-After; sends an Idempotency-Key header."},
+		{Name: "exec", Config: obj(
+			ir.Field{Name: "argv", Type: listOf(ir.KindString)},
+			optT("env", mapOf(ir.KindString)),
+			opt("stdin", ir.KindString),
+			opt("dir", ir.KindString),
+		), Output: obj(
+			fld("exit_code", ir.KindInt),
+			fld("stdout", ir.KindString),
+			fld("stderr", ir.KindString),
+		), Doc: "Runs a program (argv, no shell); only on workers started with --allow-exec."},
+	}
+	m := make(map[string]*HandlerInfo, len(hs))
+	for _, h := range hs {
+		h.Builtin = true
+		m[h.Name] = h
+	}
+	return m
+}
+
+// Default output types of the node kinds that run no handler.
+var (
+	agentOutput = obj(fld("route", ir.KindString), fld("text", ir.KindString))
+	humanOutput = obj(fld("approved", ir.KindBool), fld("approver", ir.KindString), opt("comment", ir.KindString))
+)

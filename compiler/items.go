@@ -1,0 +1,453 @@
+package compiler
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/diag"
+)
+
+// itemKinds says which node kinds accept each item.
+var itemKinds = map[string][]string{
+	"when": {"task", "agent", "human", "flow"}, "retry": {"task", "agent", "human", "flow"},
+	"timeout": {"task", "agent", "human", "flow"}, "on_error": {"task", "agent", "human", "flow"},
+	"description": {"task", "agent", "human", "flow"}, "output": {"task", "agent", "human", "flow"},
+	"run": {"task"}, "with": {"task", "agent", "flow"}, "for_each": {"task", "flow"},
+	"branch": {"task", "flow"}, "loop": {"task", "flow"}, "compensate": {"task", "flow"},
+	"model": {"agent"}, "temperature": {"agent"}, "prompt": {"agent", "human"},
+	"routes": {"agent"}, "default": {"agent"},
+	"approvers": {"human"}, "on_timeout": {"human"}, "on_reject": {"human"},
+	"uses": {"flow"},
+}
+
+func allowedFor(kind string) []string {
+	var out []string
+	for k, kinds := range itemKinds {
+		for _, x := range kinds {
+			if x == kind {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// items reads every node's items, checking that each is allowed for the
+// node's kind, has the right shape and value, and that required items are
+// present.
+func (s *state) items() {
+	for _, n := range s.nodes {
+		if n.decl == nil {
+			continue
+		}
+		s.nodeItems(n)
+	}
+}
+
+func (s *state) nodeItems(n *node) {
+	d := n.decl
+	n.after = d.After
+	if d.Join != nil {
+		switch d.Join.Name {
+		case ir.JoinAll, ir.JoinAny:
+			n.join = d.Join.Name
+		default:
+			s.errorf(diag.BadValue, d.Join.Range, "join mode must be `all` or `any`, found `%s`", d.Join.Name)
+		}
+	}
+	seen := map[string]ast.Item{}
+	allowed := allowedFor(n.kind)
+	for _, it := range d.Items {
+		k := ast.KeyOf(it)
+		if k == nil {
+			continue // *ast.Bad: already reported
+		}
+		kinds, known := itemKinds[k.Name]
+		if !known {
+			s.unknownItem(k, n.kind+" "+n.id, allowed)
+			continue
+		}
+		if !contains(kinds, n.kind) {
+			s.errorf(diag.UnknownItem, k.Range, "`%s` is not allowed in a %s node (only in %s)", k.Name, n.kind, strings.Join(kinds, ", "))
+			continue
+		}
+		if prev := seen[k.Name]; prev != nil {
+			s.errorf(diag.Duplicate, k.Range, "`%s` appears twice in %s", k.Name, n.id).
+				WithRelated(s.span(prev.Rng()), "first here")
+			continue
+		}
+		seen[k.Name] = it
+		s.nodeItem(n, k, it)
+	}
+	switch n.kind {
+	case "task":
+		if n.run == nil {
+			s.missing(n, "run \"handler\"", "a task needs a handler to run")
+		}
+	case "agent":
+		if n.model == "" && seen["model"] == nil {
+			s.missing(n, "model \"name\"", "an agent needs a model")
+		}
+		if n.prompt == nil && seen["prompt"] == nil {
+			s.missing(n, "prompt \"...\"", "an agent needs a prompt")
+		}
+		if len(n.dflt) > 0 && len(n.routes) == 0 {
+			s.errorf(diag.MissingItem, seen["default"].Rng(), "`default` needs `routes`: it is taken when the agent picks none of them")
+		}
+	case "human":
+		if seen["approvers"] == nil {
+			s.missing(n, "approvers [\"...\"]", "a human node needs approvers")
+		}
+	case "flow":
+		if n.uses == nil {
+			s.missing(n, "uses \"child.wf\"", "a flow node needs the child workflow to run")
+		}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *state) missing(n *node, item, why string) {
+	s.errorf(diag.MissingItem, n.ident.Range, "%s %s has no `%s`", n.kind, n.id, strings.Fields(item)[0]).
+		WithHint(fmt.Sprintf("%s: add `%s`", why, item))
+}
+
+// shapeError reports an item whose form does not match its keyword.
+func (s *state) shapeError(k *ast.Ident, it ast.Item, want string) {
+	s.errorf(diag.BadValue, it.Rng(), "`%s` expects %s", k.Name, want)
+}
+
+func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
+	switch k.Name {
+	case "run":
+		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.StringValue {
+			n.run, n.handler = st.Value.Str, st.Value.Str.Value
+			s.noTemplate("run", st.Value.Str)
+			return
+		}
+		s.shapeError(k, it, "a handler name string: run \"http\"")
+	case "with":
+		if pb, ok := it.(*ast.ParamBlock); ok {
+			n.with = pb
+			s.checkParamNames(pb)
+			return
+		}
+		s.shapeError(k, it, "a block: with { field = expr }")
+	case "output":
+		if tb, ok := it.(*ast.TypeBlock); ok {
+			n.outDecl = tb
+			return
+		}
+		s.shapeError(k, it, "a block of typed fields: output { name: type }")
+	case "when":
+		if c, ok := it.(*ast.Cond); ok {
+			n.when = c.Expr
+			return
+		}
+		s.shapeError(k, it, "a condition: when expr")
+	case "for_each":
+		if fe, ok := it.(*ast.ForEach); ok {
+			n.forEach = fe
+			if reserved[fe.Var.Name] {
+				s.errorf(diag.ReservedName, fe.Var.Range, "`%s` is a reserved word and cannot name a variable", fe.Var.Name)
+			} else if s.byID[fe.Var.Name] != nil {
+				s.errorf(diag.Duplicate, fe.Var.Range, "for_each variable `%s` hides node `%s`", fe.Var.Name, fe.Var.Name)
+			}
+			if fe.Parallel != nil {
+				if fe.Parallel.Kind != ast.IntValue {
+					s.errorf(diag.BadValue, fe.Parallel.Range, "`parallel` expects an integer, found %s", fe.Parallel.Kind)
+				} else {
+					n.parallel = s.parseInt("parallel", fe.Parallel, 0, 1<<31-1) // 0 = unlimited
+				}
+			}
+			return
+		}
+		s.shapeError(k, it, "for_each name in expr [parallel N]")
+	case "retry":
+		if b, ok := it.(*ast.Block); ok {
+			n.retry = s.retryBlock(b)
+			return
+		}
+		s.shapeError(k, it, "a block: retry { attempts 3 backoff exponential delay 1s }")
+	case "timeout":
+		if st, ok := it.(*ast.Setting); ok {
+			ms := s.durationValue(st)
+			if n.kind == "human" {
+				n.timeoutMS = ms
+			} else {
+				n.timeoutMS = ms
+			}
+			return
+		}
+		s.shapeError(k, it, "a duration: timeout 30s")
+	case "branch":
+		if b, ok := it.(*ast.Branch); ok {
+			n.branch = b
+			for i, r := range b.Rules {
+				if r.Else && i != len(b.Rules)-1 {
+					s.errorf(diag.BadValue, r.Range, "`else` must be the last rule of a branch")
+				}
+			}
+			if len(b.Rules) == 0 {
+				s.errorf(diag.MissingItem, b.Key.Range, "branch has no rules")
+			}
+			return
+		}
+		s.shapeError(k, it, "a block of rules: branch { when cond => node ... else => node }")
+	case "loop":
+		if b, ok := it.(*ast.Block); ok {
+			n.loop = s.loopBlock(n, b)
+			return
+		}
+		s.shapeError(k, it, "a block: loop { while cond max 5 back_to node exhausted => node }")
+	case "on_error", "on_reject", "default":
+		if g, ok := it.(*ast.Goto); ok && g.Arrow {
+			switch k.Name {
+			case "on_error":
+				n.onError = g.Targets
+			case "on_reject":
+				n.onReject = g.Targets
+			default:
+				n.dflt = g.Targets
+			}
+			return
+		}
+		s.shapeError(k, it, fmt.Sprintf("targets: %s => node, ...", k.Name))
+	case "routes":
+		if g, ok := it.(*ast.Goto); ok && !g.Arrow {
+			n.routes = g.Targets
+			return
+		}
+		s.shapeError(k, it, "node names: routes a, b")
+	case "compensate":
+		if b, ok := it.(*ast.Block); ok {
+			n.compensate = s.compensateBlock(b)
+			return
+		}
+		s.shapeError(k, it, "a block: compensate { run \"handler\" with { ... } }")
+	case "description":
+		if st, ok := it.(*ast.Setting); ok {
+			n.description = s.stringValue(st)
+			s.info.Nodes[n.id].Doc = n.description
+			return
+		}
+		s.shapeError(k, it, "a string")
+	case "model":
+		if st, ok := it.(*ast.Setting); ok {
+			n.model = s.stringValue(st)
+			if n.model == "" && st.Value.Kind == ast.StringValue {
+				s.errorf(diag.BadValue, st.Value.Range, "model name must not be empty")
+			}
+			return
+		}
+		s.shapeError(k, it, "a model name string")
+	case "temperature":
+		if st, ok := it.(*ast.Setting); ok && (st.Value.Kind == ast.FloatValue || st.Value.Kind == ast.IntValue) {
+			f, err := strconv.ParseFloat(st.Value.Raw, 64)
+			if err != nil || f < 0 || f > 2 {
+				s.errorf(diag.BadValue, st.Value.Range, "temperature must be a number between 0 and 2, found `%s`", st.Value.Raw)
+				return
+			}
+			n.temperature = &f
+			return
+		}
+		s.shapeError(k, it, "a number between 0 and 2")
+	case "prompt":
+		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.StringValue {
+			n.prompt = st.Value.Str
+			return
+		}
+		s.shapeError(k, it, "a string (it may contain {{ }} templates)")
+	case "approvers":
+		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.ListValue {
+			for _, v := range st.Value.List {
+				if v.Kind != ast.StringValue || v.Str.Value == "" {
+					s.errorf(diag.BadValue, v.Range, "approvers must be non-empty strings")
+					continue
+				}
+				s.noTemplate("approvers", v.Str)
+				n.approvers = append(n.approvers, v.Str.Value)
+			}
+			if len(st.Value.List) == 0 {
+				s.errorf(diag.BadValue, st.Value.Range, "approvers must not be empty")
+			}
+			return
+		}
+		s.shapeError(k, it, "a list of strings: approvers [\"a@example.com\"]")
+	case "on_timeout":
+		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.IdentValue {
+			switch st.Value.Raw {
+			case ir.TimeoutApprove, ir.TimeoutReject, ir.TimeoutFail:
+				n.onTimeout = st.Value.Raw
+				return
+			}
+			d := s.errorf(diag.BadValue, st.Value.Range, "on_timeout must be approve, reject or fail, found `%s`", st.Value.Raw)
+			s.didYouMean(d, st.Value.Range, st.Value.Raw, []string{"approve", "reject", "fail"})
+			return
+		}
+		s.shapeError(k, it, "approve, reject or fail")
+	case "uses":
+		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.StringValue {
+			n.uses = st.Value.Str
+			s.noTemplate("uses", st.Value.Str)
+			return
+		}
+		s.shapeError(k, it, "a file path string: uses \"child.wf\"")
+	}
+}
+
+func (s *state) checkParamNames(pb *ast.ParamBlock) {
+	seen := map[string]*ast.Param{}
+	for _, p := range pb.Params {
+		if prev := seen[p.Name.Name]; prev != nil {
+			s.errorf(diag.Duplicate, p.Name.Range, "`%s` is set twice", p.Name.Name).
+				WithRelated(s.span(prev.Name.Range), "first set here")
+		}
+		seen[p.Name.Name] = p
+	}
+}
+
+func (s *state) retryBlock(b *ast.Block) *ir.Retry {
+	r := &ir.Retry{Attempts: 0, Backoff: ir.BackoffFixed, DelayMS: 1000}
+	allowed := []string{"attempts", "backoff", "delay", "max_delay"}
+	seen := map[string]bool{}
+	for _, it := range b.Items {
+		k := ast.KeyOf(it)
+		if k == nil {
+			continue
+		}
+		st, ok := it.(*ast.Setting)
+		if !ok || !contains(allowed, k.Name) {
+			s.unknownItem(k, "retry", allowed)
+			continue
+		}
+		if seen[k.Name] {
+			s.errorf(diag.Duplicate, k.Range, "`%s` is set twice", k.Name)
+			continue
+		}
+		seen[k.Name] = true
+		switch k.Name {
+		case "attempts":
+			r.Attempts = s.intValue(st, 1, 1000)
+		case "backoff":
+			if st.Value.Kind != ast.IdentValue {
+				s.wrongValue(st, "fixed, linear or exponential")
+				continue
+			}
+			switch st.Value.Raw {
+			case ir.BackoffFixed, ir.BackoffLinear, ir.BackoffExponential:
+				r.Backoff = st.Value.Raw
+			default:
+				d := s.errorf(diag.BadValue, st.Value.Range, "backoff must be fixed, linear or exponential, found `%s`", st.Value.Raw)
+				s.didYouMean(d, st.Value.Range, st.Value.Raw, []string{"fixed", "linear", "exponential"})
+			}
+		case "delay":
+			r.DelayMS = s.durationValue(st)
+		case "max_delay":
+			r.MaxDelayMS = s.durationValue(st)
+		}
+	}
+	if !seen["attempts"] {
+		s.errorf(diag.MissingItem, b.Key.Range, "retry has no `attempts`").WithHint("add `attempts N` (total tries, including the first)")
+	}
+	if r.MaxDelayMS > 0 && r.MaxDelayMS < r.DelayMS {
+		s.errorf(diag.BadValue, b.Range, "max_delay is shorter than delay")
+	}
+	return r
+}
+
+func (s *state) loopBlock(n *node, b *ast.Block) *loopDef {
+	l := &loopDef{block: b}
+	allowed := []string{"while", "max", "back_to", "exhausted"}
+	seen := map[string]bool{}
+	for _, it := range b.Items {
+		k := ast.KeyOf(it)
+		if k == nil {
+			continue
+		}
+		if !contains(allowed, k.Name) {
+			s.unknownItem(k, "loop", allowed)
+			continue
+		}
+		if seen[k.Name] {
+			s.errorf(diag.Duplicate, k.Range, "`%s` is set twice", k.Name)
+			continue
+		}
+		seen[k.Name] = true
+		switch it := it.(type) {
+		case *ast.Cond:
+			if k.Name == "while" {
+				l.while = it.Expr
+				continue
+			}
+		case *ast.Setting:
+			switch k.Name {
+			case "max":
+				l.max = s.intValue(it, 1, 1_000_000)
+				continue
+			case "back_to":
+				if it.Value.Kind == ast.IdentValue {
+					l.backTo = &ast.Ident{Range: it.Value.Range, Name: it.Value.Raw}
+				} else {
+					s.wrongValue(it, "a node name")
+				}
+				continue
+			}
+		case *ast.Goto:
+			if k.Name == "exhausted" && it.Arrow {
+				l.exhausted = it.Targets
+				continue
+			}
+		}
+		s.shapeError(k, it, map[string]string{"while": "a condition", "max": "an integer", "back_to": "a node name", "exhausted": "targets: exhausted => node"}[k.Name])
+	}
+	if !seen["while"] {
+		s.errorf(diag.MissingItem, b.Key.Range, "loop has no `while` condition")
+	}
+	if !seen["max"] {
+		s.errorf(diag.MissingItem, b.Key.Range, "loop has no `max`").WithHint("every loop needs `max N` so it always ends")
+	}
+	if l.backTo == nil {
+		l.backTo = &ast.Ident{Range: n.ident.Range, Name: n.id}
+	}
+	return l
+}
+
+func (s *state) compensateBlock(b *ast.Block) *compDef {
+	c := &compDef{block: b}
+	for _, it := range b.Items {
+		k := ast.KeyOf(it)
+		if k == nil {
+			continue
+		}
+		switch it := it.(type) {
+		case *ast.Setting:
+			if k.Name == "run" && it.Value.Kind == ast.StringValue && c.run == nil {
+				c.run, c.handler = it.Value.Str, it.Value.Str.Value
+				s.noTemplate("run", it.Value.Str)
+				continue
+			}
+		case *ast.ParamBlock:
+			if k.Name == "with" && c.with == nil {
+				c.with = it
+				s.checkParamNames(it)
+				continue
+			}
+		}
+		s.unknownItem(k, "compensate", []string{"run", "with"})
+	}
+	if c.run == nil {
+		s.errorf(diag.MissingItem, b.Key.Range, "compensate has no `run`")
+	}
+	return c
+}

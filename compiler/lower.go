@@ -1,0 +1,314 @@
+package compiler
+
+import (
+	"encoding/json"
+	"slices"
+	"sort"
+
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/lang/source"
+)
+
+// fold constant-folds every checked expression with cel-go's optimiser and
+// records the expressions that became constants.
+func (s *state) fold() {
+	if s.cfg.NoOptimize {
+		return
+	}
+	// NewConstantFoldingOptimizer returns (optimizer, error); passing both
+	// to the variadic ...any NewStaticOptimizer makes it fail on the nil
+	// error, which silently turned folding off.
+	folder, err := cel.NewConstantFoldingOptimizer()
+	if err != nil {
+		return
+	}
+	opt, err := cel.NewStaticOptimizer(folder)
+	if err != nil {
+		return
+	}
+	for e, a := range s.checked {
+		f, iss := opt.Optimize(s.envs[e], a)
+		if iss != nil && iss.Err() != nil {
+			continue
+		}
+		s.folded[e] = f
+		if !hasIdent(f.NativeRep().Expr()) {
+			prg, err := s.envs[e].Program(f, cel.CostLimit(MaxExprCost))
+			if err != nil {
+				continue
+			}
+			if v, _, err := prg.Eval(cel.NoVars()); err == nil {
+				if j, err := toJSON(v); err == nil {
+					s.consts[e] = j
+				}
+			}
+		}
+	}
+}
+
+func hasIdent(e celast.Expr) bool {
+	found := false
+	celast.PreOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
+		if x.Kind() == celast.IdentKind || x.Kind() == celast.ComprehensionKind {
+			found = true
+		}
+	}))
+	return found
+}
+
+func (s *state) loc(r source.Range) *ir.Loc {
+	sp := s.file.Span(r)
+	return &ir.Loc{File: s.file.Name, Line: sp.Start.Line, Col: sp.Start.Col, EndLine: sp.End.Line, EndCol: sp.End.Col}
+}
+
+func (s *state) irExpr(e *ast.Expr) ir.Expr {
+	out := ir.Expr{CEL: e.Text, Loc: s.loc(e.Range)}
+	if f := s.folded[e]; f != nil {
+		if txt, err := cel.AstToString(f); err == nil {
+			out.CEL = txt
+		}
+	}
+	if in := s.info.Exprs[e]; in != nil && in.Type != nil {
+		t := *in.Type
+		out.Type = &t
+	}
+	return out
+}
+
+func (s *state) irExprPtr(e *ast.Expr) *ir.Expr {
+	if e == nil {
+		return nil
+	}
+	x := s.irExpr(e)
+	return &x
+}
+
+func (s *state) value(e *ast.Expr) ir.Value {
+	if e.Str != nil && e.Str.Template != nil {
+		return ir.Value{Template: s.template(e.Str)}
+	}
+	if c, ok := s.consts[e]; ok {
+		b, _ := json.Marshal(c)
+		return ir.Value{Const: b}
+	}
+	if e.Str != nil {
+		b, _ := json.Marshal(e.Str.Value)
+		return ir.Value{Const: b}
+	}
+	x := s.irExpr(e)
+	return ir.Value{Expr: &x}
+}
+
+func (s *state) template(str *ast.String) []ir.TemplatePart {
+	var parts []ir.TemplatePart
+	for _, p := range str.Template {
+		if p.Expr != nil {
+			x := s.irExpr(p.Expr)
+			parts = append(parts, ir.TemplatePart{Expr: &x})
+		} else if p.Text != "" {
+			parts = append(parts, ir.TemplatePart{Text: p.Text})
+		}
+	}
+	return parts
+}
+
+func (s *state) params(pb *ast.ParamBlock) []ir.Param {
+	if pb == nil {
+		return nil
+	}
+	out := make([]ir.Param, 0, len(pb.Params))
+	for _, p := range pb.Params {
+		out = append(out, ir.Param{Name: p.Name.Name, Value: s.value(p.Value)})
+	}
+	return out
+}
+
+func names(ids []*ast.Ident) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.Name
+	}
+	return out
+}
+
+// lower builds the IR from the checked declarations.
+func (s *state) lower() {
+	if s.wf == nil {
+		return
+	}
+	w := &ir.Workflow{
+		IRVersion:   ir.Version,
+		Name:        s.name,
+		Version:     s.version,
+		Description: s.desc,
+		Source:      s.file.Name,
+		Settings:    s.settings,
+		Inputs:      []ir.Input{},
+		Outputs:     []ir.Output{},
+		Handlers:    []ir.Handler{},
+	}
+	for _, in := range s.inputs {
+		w.Inputs = append(w.Inputs, ir.Input{Name: in.Name, Type: *in.Type, Default: s.defaults[in.Name], Required: in.Required, Loc: s.loc(in.Decl.Range)})
+	}
+	for _, p := range s.outputs {
+		w.Outputs = append(w.Outputs, ir.Output{Name: p.Name.Name, Expr: s.irExpr(p.Value), Loc: s.loc(p.Range)})
+	}
+	used := make([]string, 0, len(s.usedH))
+	for h := range s.usedH {
+		used = append(used, h)
+	}
+	sort.Strings(used)
+	for _, name := range used {
+		h := s.handlers[name]
+		ih := ir.Handler{Name: name, Builtin: h.Builtin, Config: ir.Type{Kind: ir.KindAny}, Output: ir.Type{Kind: ir.KindAny}}
+		if !h.Open {
+			ih.Config, ih.Output = *h.Config, *h.Output
+		}
+		if h.Decl != nil && h.File == s.file.Name {
+			ih.Loc = s.loc(h.Decl.Name.Range)
+		}
+		w.Handlers = append(w.Handlers, ih)
+	}
+	for _, n := range s.nodes {
+		w.Nodes = append(w.Nodes, s.lowerNode(n))
+	}
+	for _, e := range s.edges {
+		w.Edges = append(w.Edges, ir.Edge{From: s.nodes[e.from].id, To: s.nodes[e.to].id, Kind: e.kind})
+	}
+	if w.Edges == nil {
+		w.Edges = []ir.Edge{}
+	}
+	if err := ir.Analyze(w); err != nil {
+		s.errorf(diag.Internal, s.wf.Name.Range, "internal error: the lowered graph does not analyse: %v", err)
+		return
+	}
+	s.ir = w
+}
+
+func (s *state) lowerNode(n *node) ir.Node {
+	in := ir.Node{ID: n.id, Type: n.kind, Handler: n.handler, Join: n.join, Loc: s.loc(n.decl.Range)}
+	if n.kind != "agent" {
+		in.With = s.params(n.with)
+	}
+	if n.outType != nil {
+		t := *n.outType
+		in.OutputType = &t
+	}
+	in.When = s.irExprPtr(n.when)
+	if fe := n.forEach; fe != nil {
+		in.ForEach = &ir.ForEach{Var: fe.Var.Name, Items: s.irExpr(fe.Items), Parallel: n.parallel}
+	}
+	in.Retry = n.retry
+	if n.kind != "human" {
+		in.TimeoutMS = n.timeoutMS
+	}
+	if b := n.branch; b != nil {
+		in.Branch = &ir.Branch{Rules: []ir.Rule{}}
+		for _, r := range b.Rules {
+			if r.Else {
+				in.Branch.Default = names(r.Targets)
+				continue
+			}
+			in.Branch.Rules = append(in.Branch.Rules, ir.Rule{When: s.irExpr(r.Cond), Targets: names(r.Targets)})
+		}
+	}
+	if l := n.loop; l != nil {
+		in.Loop = &ir.Loop{Max: l.max, BackTo: l.backTo.Name, Exhausted: names(l.exhausted)}
+		if l.while != nil {
+			in.Loop.While = s.irExpr(l.while)
+		}
+	}
+	in.OnError = names(n.onError)
+	if c := n.compensate; c != nil {
+		in.Compensate = &ir.Compensate{Handler: c.handler, With: s.params(c.with)}
+	}
+	switch n.kind {
+	case "agent":
+		a := &ir.Agent{Model: n.model, Temperature: n.temperature, Routes: names(n.routes), Default: names(n.dflt)}
+		if n.prompt != nil {
+			if n.prompt.Template != nil {
+				a.Prompt = ir.Value{Template: s.template(n.prompt)}
+			} else {
+				b, _ := json.Marshal(n.prompt.Value)
+				a.Prompt = ir.Value{Const: b}
+			}
+		}
+		in.Agent = a
+		in.With = s.params(n.with)
+	case "human":
+		in.Human = &ir.Human{Approvers: n.approvers, TimeoutMS: n.timeoutMS, OnTimeout: n.onTimeout, OnReject: names(n.onReject)}
+	case "flow":
+		if n.uses != nil {
+			in.Flow = &ir.Flow{Uses: n.uses.Value, With: in.With}
+			in.With = nil
+		}
+	}
+	return in
+}
+
+// validate re-analyses the final IR and checks it the way a runtime or the
+// live-patch applier would: any problem here is a compiler bug.
+func (s *state) validate() {
+	if s.ir == nil {
+		return
+	}
+	if err := ir.Analyze(s.ir); err != nil {
+		s.errorf(diag.Internal, s.wf.Name.Range, "internal error: %v", err)
+		return
+	}
+	for _, p := range ir.Validate(s.ir) {
+		s.errorf(diag.Internal, s.wf.Name.Range, "internal error: invalid IR at %s: %s", p.Path, p.Message)
+	}
+}
+
+// removeNodes deletes nodes (by id) from the IR with their edges and every
+// mention in target lists.
+func removeNodes(w *ir.Workflow, dead map[string]bool) {
+	if len(dead) == 0 {
+		return
+	}
+	keep := func(ids []string) []string {
+		out := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return dead[id] })
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	nodes := w.Nodes[:0]
+	for _, n := range w.Nodes {
+		if dead[n.ID] {
+			continue
+		}
+		if n.Branch != nil {
+			for i := range n.Branch.Rules {
+				n.Branch.Rules[i].Targets = keep(n.Branch.Rules[i].Targets)
+				if n.Branch.Rules[i].Targets == nil {
+					n.Branch.Rules[i].Targets = []string{}
+				}
+			}
+			n.Branch.Default = keep(n.Branch.Default)
+		}
+		if n.Loop != nil {
+			n.Loop.Exhausted = keep(n.Loop.Exhausted)
+		}
+		if n.Agent != nil {
+			n.Agent.Routes = keep(n.Agent.Routes)
+			n.Agent.Default = keep(n.Agent.Default)
+		}
+		if n.Human != nil {
+			n.Human.OnReject = keep(n.Human.OnReject)
+		}
+		n.OnError = keep(n.OnError)
+		nodes = append(nodes, n)
+	}
+	w.Nodes = nodes
+	w.Edges = slices.DeleteFunc(w.Edges, func(e ir.Edge) bool { return dead[e.From] || dead[e.To] })
+}

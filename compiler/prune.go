@@ -1,0 +1,355 @@
+package compiler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/lang/source"
+)
+
+// prune removes what can never run — nodes behind constant-false
+// predicates and branch rules — and `after` edges already implied by a path
+// of unconditional edges.
+func (s *state) prune() {
+	if s.cfg.NoOptimize || s.ir == nil {
+		return
+	}
+	w := s.ir
+	idx := ir.Index(w)
+	isFalse := func(e *ast.Expr) bool { v, ok := s.consts[e]; return ok && v == false }
+	isTrue := func(e *ast.Expr) bool { v, ok := s.consts[e]; return ok && v == true }
+	dead := map[string]bool{}
+	removedEdge := map[ir.Edge]bool{}
+	for _, n := range s.nodes {
+		in := &w.Nodes[idx[n.id]]
+		if n.when != nil {
+			if isFalse(n.when) {
+				dead[n.id] = true
+				s.errorf(diag.DeadNode, n.ident.Range, "%s never runs: its `when` is always false", n.id).
+					WithRelated(s.span(n.when.Range), "constant condition")
+			} else if isTrue(n.when) {
+				s.errorf(diag.ConstCondition, n.when.Range, "`when` is always true")
+				in.When = nil
+			}
+		}
+		if n.branch != nil && in.Branch != nil {
+			s.pruneBranch(n, in, isFalse, isTrue, removedEdge)
+		}
+		if n.loop != nil && n.loop.while != nil && (isFalse(n.loop.while) || isTrue(n.loop.while)) {
+			what := "never repeats"
+			if isTrue(n.loop.while) {
+				what = fmt.Sprintf("always runs %d times", n.loop.max)
+			}
+			s.errorf(diag.ConstCondition, n.loop.while.Range, "`while` is constant: the loop %s", what)
+		}
+	}
+	// Propagate: a node all of whose incoming forward edges are gone or come
+	// from dead nodes never runs. Nodes the workflow's output block reads
+	// are kept (they are skipped at run time) so output expressions still
+	// resolve.
+	readByOutputs := map[int]bool{}
+	for _, er := range s.reads {
+		if er.owner == nil {
+			for _, r := range er.reads {
+				readByOutputs[r.node] = true
+			}
+		}
+	}
+	for _, i := range s.order {
+		n := s.nodes[i]
+		if dead[n.id] || len(s.inE[i]) == 0 {
+			continue
+		}
+		alive := 0
+		for _, ei := range s.inE[i] {
+			e := s.edges[ei]
+			ie := ir.Edge{From: s.nodes[e.from].id, To: n.id, Kind: e.kind}
+			if !dead[ie.From] && !removedEdge[ie] {
+				alive++
+			}
+		}
+		if alive > 0 {
+			continue
+		}
+		dead[n.id] = true
+		if len(s.inE[i]) >= 2 {
+			s.errorf(diag.JoinNever, n.ident.Range, "%s never runs: none of its %d inputs can deliver a real token", n.id, len(s.inE[i]))
+		} else {
+			s.errorf(diag.DeadNode, n.ident.Range, "%s never runs: the only path to it is dead", n.id)
+		}
+	}
+	for i := range s.nodes {
+		if readByOutputs[i] && dead[s.nodes[i].id] {
+			delete(dead, s.nodes[i].id)
+			if in := &w.Nodes[idx[s.nodes[i].id]]; in.When == nil {
+				in.When = &ir.Expr{CEL: "false", Type: &ir.Type{Kind: ir.KindBool}}
+			}
+		}
+	}
+	w.Edges = filterEdges(w.Edges, removedEdge)
+	removeNodes(w, dead)
+	if ir.Analyze(w) != nil {
+		return
+	}
+	s.reduce(w)
+	ir.Analyze(w)
+}
+
+func filterEdges(es []ir.Edge, drop map[ir.Edge]bool) []ir.Edge {
+	if len(drop) == 0 {
+		return es
+	}
+	out := es[:0]
+	for _, e := range es {
+		if !drop[e] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s *state) pruneBranch(n *node, in *ir.Node, isFalse, isTrue func(*ast.Expr) bool, removed map[ir.Edge]bool) {
+	var rules []ir.Rule
+	var kept []*ast.Rule
+	alwaysAt := -1
+	for i, r := range n.branch.Rules {
+		if r.Else {
+			continue
+		}
+		if alwaysAt >= 0 {
+			s.errorf(diag.ConstCondition, r.Range, "rule is never tried: an earlier rule is always true").
+				WithRelated(s.span(n.branch.Rules[alwaysAt].Cond.Range), "always true")
+			continue
+		}
+		if isFalse(r.Cond) {
+			s.errorf(diag.ConstCondition, r.Cond.Range, "branch rule is always false")
+			continue
+		}
+		rules = append(rules, ir.Rule{When: s.irExpr(r.Cond), Targets: names(r.Targets)})
+		kept = append(kept, r)
+		if isTrue(r.Cond) {
+			alwaysAt = i
+		}
+	}
+	if alwaysAt >= 0 && len(in.Branch.Default) > 0 {
+		for _, r := range n.branch.Rules {
+			if r.Else {
+				s.errorf(diag.ConstCondition, r.Range, "`else` is never taken: an earlier rule is always true")
+			}
+		}
+		in.Branch.Default = nil
+	}
+	if rules == nil {
+		rules = []ir.Rule{}
+	}
+	in.Branch.Rules = rules
+	// Drop branch/default edges whose target no rule names any more.
+	still := map[string]map[string]bool{ir.EdgeBranch: {}, ir.EdgeDefault: {}}
+	for _, r := range rules {
+		for _, t := range r.Targets {
+			still[ir.EdgeBranch][t] = true
+		}
+	}
+	for _, t := range in.Branch.Default {
+		still[ir.EdgeDefault][t] = true
+	}
+	for _, r := range n.branch.Rules {
+		kind := ir.EdgeBranch
+		if r.Else {
+			kind = ir.EdgeDefault
+		}
+		for _, t := range r.Targets {
+			if !still[kind][t.Name] {
+				removed[ir.Edge{From: n.id, To: t.Name, Kind: kind}] = true
+			}
+		}
+	}
+}
+
+// strongEdge: an `after` edge that always delivers a real token when its
+// source ran (its source has no predicate, no alternative path, and cannot
+// itself be skipped).
+func strongEdge(w *ir.Workflow, idx map[string]int, e ir.Edge) bool {
+	if e.Kind != ir.EdgeAfter {
+		return false
+	}
+	n := &w.Nodes[idx[e.From]]
+	if n.MaySkip || n.Branch != nil || n.Agent != nil || len(n.OnError) > 0 {
+		return false
+	}
+	if n.Human != nil && (len(n.Human.OnReject) > 0 || n.Human.OnTimeout == ir.TimeoutReject) {
+		return false
+	}
+	if n.Loop != nil && len(n.Loop.Exhausted) > 0 {
+		return false
+	}
+	return true
+}
+
+// reduce removes `after a` from a join-all node c when c also waits for a
+// node p that a reaches through strong edges only: c then waits for a
+// anyway, and a real token from a implies one from p.
+func (s *state) reduce(w *ir.Workflow) {
+	idx := ir.Index(w)
+	n := len(w.Nodes)
+	reach := make([]bits, n)
+	out := make([][]ir.Edge, n)
+	in := make([][]ir.Edge, n)
+	for _, e := range w.Edges {
+		if ir.Forward(e.Kind) {
+			out[idx[e.From]] = append(out[idx[e.From]], e)
+			in[idx[e.To]] = append(in[idx[e.To]], e)
+		}
+	}
+	for k := len(w.Order) - 1; k >= 0; k-- {
+		a := idx[w.Order[k]]
+		b := newBits(n)
+		for _, e := range out[a] {
+			t := idx[e.To]
+			if strongEdge(w, idx, e) && (w.Nodes[t].Join == ir.JoinAll || len(in[t]) == 1) {
+				b.set(t)
+				b.or(reach[t])
+			}
+		}
+		reach[a] = b
+	}
+	drop := map[ir.Edge]bool{}
+	for c := range w.Nodes {
+		if w.Nodes[c].Join != ir.JoinAll || len(in[c]) < 2 {
+			continue
+		}
+		for _, e := range in[c] {
+			if e.Kind != ir.EdgeAfter {
+				continue
+			}
+			a := idx[e.From]
+			for _, p := range in[c] {
+				if p == e || drop[p] || !strongEdge(w, idx, p) {
+					continue
+				}
+				if reach[a].has(idx[p.From]) {
+					drop[e] = true
+					s.redundant(e, p.From)
+					break
+				}
+			}
+		}
+	}
+	w.Edges = filterEdges(w.Edges, drop)
+}
+
+func (s *state) redundant(e ir.Edge, via string) {
+	n := s.byID[e.To]
+	if n == nil || n.decl == nil {
+		return
+	}
+	for _, a := range n.after {
+		if a.Name == e.From {
+			s.errorf(diag.RedundantAfter, a.Range, "`after %s` is implied by `after %s` (%s runs after %s); the edge is dropped", e.From, via, via, e.From)
+			return
+		}
+	}
+}
+
+// goals keeps only the goal nodes and their ancestors, and reports the
+// inputs they need.
+func (s *state) goals() {
+	if len(s.cfg.Goals) == 0 || s.ir == nil {
+		return
+	}
+	w := s.ir
+	keep := map[string]bool{}
+	ok := true
+	for _, g := range s.cfg.Goals {
+		if w.Node(g) == nil {
+			ids := make([]string, len(w.Nodes))
+			for i := range w.Nodes {
+				ids[i] = w.Nodes[i].ID
+			}
+			d := s.rp.Add(diag.UnknownGoal, source.Range{}, fmt.Sprintf("--goal %s: no such node", g))
+			if sug := suggest(g, ids); sug != "" {
+				d.WithHint(fmt.Sprintf("did you mean `%s`?", sug))
+			}
+			ok = false
+			continue
+		}
+		keep[g] = true
+		for a := range ir.Ancestors(w, g) {
+			keep[a] = true
+		}
+	}
+	if !ok {
+		return
+	}
+	dead := map[string]bool{}
+	for _, n := range w.Nodes {
+		if !keep[n.ID] {
+			dead[n.ID] = true
+		}
+	}
+	removeNodes(w, dead)
+	// Outputs that read removed nodes cannot be computed.
+	outs := w.Outputs[:0]
+	keptOut := map[int]bool{}
+	for i, o := range w.Outputs {
+		uses := false
+		for id := range dead {
+			if strings.Contains(o.Expr.CEL, id) && s.outputReads(i, id) {
+				uses = true
+				break
+			}
+		}
+		if !uses {
+			outs = append(outs, o)
+			keptOut[i] = true
+		}
+	}
+	w.Outputs = outs
+	need := map[string]bool{}
+	for i, n := range s.nodes {
+		if keep[n.id] {
+			for in := range s.inputUses[i] {
+				need[in] = true
+			}
+		}
+	}
+	for i := range s.outputs {
+		if keptOut[i] {
+			for in := range s.outputInputs[i] {
+				need[in] = true
+			}
+		}
+	}
+	s.required = make([]string, 0, len(need))
+	for in := range need {
+		s.required = append(s.required, in)
+	}
+	sort.Strings(s.required)
+}
+
+// outputReads reports whether workflow output i reads node id.
+func (s *state) outputReads(i int, id string) bool {
+	if i >= len(s.outputs) {
+		return false
+	}
+	e := s.outputs[i].Value
+	for _, er := range s.reads {
+		if er.expr == e {
+			for _, r := range er.reads {
+				if s.nodes[r.node].id == id {
+					return true
+				}
+			}
+		}
+	}
+	for _, r := range s.info.Refs {
+		if r.Kind == RefNode && r.Name == id && r.Range.Start >= e.Start && r.Range.End <= e.End {
+			return true
+		}
+	}
+	return false
+}

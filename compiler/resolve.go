@@ -1,0 +1,181 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/diag"
+)
+
+// resolve binds every name reference: node ids in after and routing
+// targets, handler names in run, and child workflows in uses.
+func (s *state) resolve() {
+	ids := make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		ids[i] = n.id
+	}
+	ref := func(id *ast.Ident) {
+		if id == nil {
+			return
+		}
+		if s.byID[id.Name] == nil {
+			d := s.errorf(diag.UnknownNode, id.Range, "unknown node `%s`", id.Name)
+			s.didYouMean(d, id.Range, id.Name, ids)
+			return
+		}
+		s.info.Refs = append(s.info.Refs, Ref{Range: id.Range, Kind: RefNode, Name: id.Name})
+	}
+	refs := func(xs []*ast.Ident) {
+		for _, x := range xs {
+			ref(x)
+		}
+	}
+	for _, n := range s.nodes {
+		if n.decl == nil {
+			continue
+		}
+		refs(n.after)
+		if n.branch != nil {
+			for _, r := range n.branch.Rules {
+				refs(r.Targets)
+			}
+		}
+		refs(n.routes)
+		refs(n.dflt)
+		refs(n.onError)
+		refs(n.onReject)
+		if n.loop != nil {
+			if n.loop.backTo.Name != n.id || n.loop.backTo.Range != n.ident.Range {
+				ref(n.loop.backTo)
+			}
+			refs(n.loop.exhausted)
+		}
+		if n.run != nil {
+			s.handlerRef(n.run)
+		}
+		if n.compensate != nil && n.compensate.run != nil {
+			s.handlerRef(n.compensate.run)
+		}
+		if n.uses != nil {
+			s.compileChild(n)
+		}
+		s.outputType(n)
+	}
+}
+
+func (s *state) handlerRef(str *ast.String) {
+	h := s.handlers[str.Value]
+	if h == nil {
+		names := make([]string, 0, len(s.handlers))
+		for k := range s.handlers {
+			names = append(names, k)
+		}
+		d := s.errorf(diag.UnknownHandler, str.Range, "unknown handler %q", str.Value)
+		if sug := suggest(str.Value, names); sug != "" {
+			d.WithHint(fmt.Sprintf("did you mean %q?", sug))
+			d.WithFix(fmt.Sprintf("Change to %q", sug), s.span(str.Range), fmt.Sprintf("%q", sug))
+		} else {
+			d.WithHint("declare it with `handler \"" + str.Value + "\" { config { ... } output { ... } }`")
+		}
+		return
+	}
+	s.usedH[h.Name] = true
+	s.info.Handlers[h.Name] = h
+	s.info.Refs = append(s.info.Refs, Ref{Range: str.Range, Kind: RefHandler, Name: h.Name})
+}
+
+// compileChild compiles the workflow a flow node uses, for its input and
+// output types.
+func (s *state) compileChild(n *node) {
+	if s.cfg.depth >= MaxImportDepth {
+		s.errorf(diag.ImportError, n.uses.Range, "flows nested deeper than %d (a flow cycle?)", MaxImportDepth)
+		return
+	}
+	path := s.cfg.resolve(s.file.Name, n.uses.Value)
+	src, err := s.cfg.ReadFile(path)
+	if err != nil {
+		s.errorf(diag.ImportError, n.uses.Range, "cannot read %q: %v", n.uses.Value, unwrapPathErr(err))
+		return
+	}
+	cfg := s.cfg
+	cfg.depth++
+	cfg.Goals = nil
+	cfg.StopAfter = ""
+	res := Compile(path, src, cfg)
+	for k, v := range res.Files {
+		s.files[k] = v
+	}
+	if res.Diags.HasErrors() {
+		first := res.Diags[0]
+		for _, d := range res.Diags {
+			if d.Severity == diag.Error {
+				first = d
+				break
+			}
+		}
+		s.errorf(diag.ImportError, n.uses.Range, "child workflow %q does not compile: %s", n.uses.Value, first.Message).
+			WithRelated(first.Span, first.Message)
+		return
+	}
+	n.child = res
+}
+
+// childConfig is the "config" a flow node's with block is checked against:
+// the child's inputs.
+func childConfig(res *Result) *ir.Type {
+	t := obj()
+	for _, in := range res.IR.Inputs {
+		t.Fields = append(t.Fields, ir.Field{Name: in.Name, Type: in.Type, Optional: !in.Required})
+	}
+	return t
+}
+
+func childOutput(res *Result) *ir.Type {
+	t := obj()
+	for _, o := range res.IR.Outputs {
+		ft := ir.Type{Kind: ir.KindAny}
+		if o.Expr.Type != nil {
+			ft = *o.Expr.Type
+		}
+		t.Fields = append(t.Fields, ir.Field{Name: o.Name, Type: ft})
+	}
+	return t
+}
+
+// outputType decides the type of n.output (before expressions are checked;
+// open handlers get theirs in the types pass).
+func (s *state) outputType(n *node) {
+	var t *ir.Type
+	switch {
+	case n.outDecl != nil:
+		t = s.objectType(n.outDecl.Fields)
+	case n.kind == "task":
+		if h := s.handlers[n.handler]; h != nil && !h.Open {
+			t = h.Output
+		}
+	case n.kind == "agent":
+		t = agentOutput
+	case n.kind == "human":
+		t = humanOutput
+	case n.kind == "flow":
+		if n.child != nil {
+			t = childOutput(n.child)
+		}
+	}
+	if t == nil {
+		t = &ir.Type{Kind: ir.KindAny}
+	}
+	s.setOutput(n, t)
+}
+
+// setOutput records the type of n.output: a for_each node outputs the list
+// of its per-item outputs.
+func (s *state) setOutput(n *node, t *ir.Type) {
+	if n.forEach != nil {
+		t = &ir.Type{Kind: ir.KindList, Elem: t}
+	}
+	n.outType = t
+	s.info.Nodes[n.id].Output = t
+	s.info.Nodes[n.id].Handler = n.handler
+}

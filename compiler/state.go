@@ -1,0 +1,232 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/lang/source"
+)
+
+// state is one compilation: the passes read and write it in order.
+type state struct {
+	cfg   Config
+	file  *source.File
+	ast   *ast.File
+	rp    *diag.Reporter
+	info  *Info
+	files map[string]*source.File
+
+	wf       *ast.Workflow
+	name     string
+	settings ir.Settings
+	version  string
+	desc     string
+	handlers map[string]*HandlerInfo
+	usedH    map[string]bool
+	inputs   []*InputInfo
+	outputs  []*ast.Param
+	nodes    []*node
+	byID     map[string]*node
+
+	// graph
+	edges   []edge
+	outE    [][]int // forward out-edges by node index (edge indexes)
+	inE     [][]int
+	order   []int  // topological order of node indexes (forward edges)
+	cyclic  bool   // a cycle was reported: ancestor-based checks are skipped
+	anc     []bits // anc[i] = forward ancestors of node i
+	idom    []int  // immediate dominators (-1 for entries)
+	maySkip []bool
+
+	// types
+	prov     *provider
+	env      *cel.Env
+	checked  map[*ast.Expr]*cel.Ast
+	folded   map[*ast.Expr]*cel.Ast
+	consts   map[*ast.Expr]any // expressions that folded to a constant (JSON value)
+	envs     map[*ast.Expr]*cel.Env
+	reads    []exprReads
+	defaults map[string][]byte // input defaults as JSON
+
+	inputUses    map[int]map[string]bool // node index -> inputs its expressions read
+	outputInputs map[int]map[string]bool // workflow output index -> inputs read
+	curOutput    int                     // index of the workflow output being checked
+
+	ir       *ir.Workflow
+	required []string
+}
+
+type edge struct {
+	from, to int
+	kind     string
+	ref      *ast.Ident // the reference that created it (for positions)
+}
+
+// A node is the compiler's view of one node declaration.
+type node struct {
+	id    string
+	idx   int
+	kind  string
+	ident *ast.Ident
+	decl  *ast.NodeDecl // nil when the declaration did not parse
+	after []*ast.Ident
+	join  string
+
+	handler    string
+	run        *ast.String
+	with       *ast.ParamBlock
+	outDecl    *ast.TypeBlock
+	when       *ast.Expr
+	forEach    *ast.ForEach
+	parallel   int
+	retry      *ir.Retry
+	timeoutMS  int64
+	branch     *ast.Branch
+	loop       *loopDef
+	onError    []*ast.Ident
+	compensate *compDef
+
+	model       string
+	temperature *float64
+	prompt      *ast.String
+	routes      []*ast.Ident
+	dflt        []*ast.Ident
+
+	approvers []string
+	onTimeout string
+	onReject  []*ast.Ident
+
+	uses  *ast.String
+	child *Result
+
+	description string
+	outType     *ir.Type // type of id.output
+}
+
+type loopDef struct {
+	block     *ast.Block
+	while     *ast.Expr
+	max       int
+	backTo    *ast.Ident
+	exhausted []*ast.Ident
+}
+
+type compDef struct {
+	block   *ast.Block
+	run     *ast.String
+	handler string
+	with    *ast.ParamBlock
+}
+
+func newState(cfg Config, f *source.File, file *ast.File) *state {
+	s := &state{
+		cfg:          cfg,
+		file:         f,
+		ast:          file,
+		rp:           &diag.Reporter{File: f},
+		files:        map[string]*source.File{f.Name: f},
+		handlers:     Builtins(),
+		usedH:        map[string]bool{},
+		byID:         map[string]*node{},
+		checked:      map[*ast.Expr]*cel.Ast{},
+		folded:       map[*ast.Expr]*cel.Ast{},
+		consts:       map[*ast.Expr]any{},
+		envs:         map[*ast.Expr]*cel.Env{},
+		defaults:     map[string][]byte{},
+		inputUses:    map[int]map[string]bool{},
+		outputInputs: map[int]map[string]bool{},
+		info: &Info{
+			Nodes:    map[string]*NodeInfo{},
+			Inputs:   map[string]*InputInfo{},
+			Handlers: map[string]*HandlerInfo{},
+			Exprs:    map[*ast.Expr]*ExprInfo{},
+		},
+	}
+	return s
+}
+
+func (s *state) errorf(code diag.Code, r source.Range, format string, args ...any) *diag.Diagnostic {
+	return s.rp.Add(code, r, fmt.Sprintf(format, args...))
+}
+
+func (s *state) span(r source.Range) source.Span { return s.file.Span(r) }
+
+// suggest returns the closest candidate to name, or "" if none is close.
+func suggest(name string, candidates []string) string {
+	best, bestD := "", 1<<30
+	limit := max(1, len(name)/3)
+	for _, c := range candidates {
+		if c == name {
+			continue
+		}
+		d := levenshtein(name, c)
+		if d < bestD || (d == bestD && c < best) {
+			best, bestD = c, d
+		}
+	}
+	if bestD <= limit {
+		return best
+	}
+	// A case-only difference is always worth suggesting.
+	for _, c := range candidates {
+		if strings.EqualFold(c, name) {
+			return c
+		}
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 1 << 20 // long names: not worth the quadratic work
+	}
+	// Optimal string alignment distance: an adjacent transposition
+	// ("fecth" for "fetch") counts as one edit, like in Levenshtein's
+	// insertions, deletions and substitutions.
+	pprev := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], pprev[j-2]+1)
+			}
+		}
+		pprev, prev, cur = prev, cur, pprev
+	}
+	return prev[len(b)]
+}
+
+// didYouMean adds a hint and a fix replacing r with the suggestion.
+func (s *state) didYouMean(d *diag.Diagnostic, r source.Range, name string, candidates []string) {
+	if sug := suggest(name, candidates); sug != "" {
+		d.WithHint(fmt.Sprintf("did you mean `%s`?", sug))
+		d.WithFix(fmt.Sprintf("Change to `%s`", sug), s.span(r), sug)
+	}
+}
+
+// bits is a fixed-size bit set over node indexes.
+type bits []uint64
+
+func newBits(n int) bits      { return make(bits, (n+63)/64) }
+func (b bits) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
+func (b bits) has(i int) bool { return i >= 0 && i/64 < len(b) && b[i/64]&(1<<(uint(i)%64)) != 0 }
+func (b bits) or(o bits) {
+	for i := range b {
+		b[i] |= o[i]
+	}
+}

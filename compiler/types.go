@@ -1,0 +1,667 @@
+package compiler
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/lang/source"
+)
+
+// A read is one `x.output` in an expression, for the dataflow pass.
+type read struct {
+	node    int
+	rng     source.Range
+	guarded bool // the expression tests has(x.output)
+}
+
+type exprReads struct {
+	owner *node // nil for the workflow's output block
+	expr  *ast.Expr
+	reads []read
+}
+
+// scope is what an expression may name besides input and node ids.
+type scope struct {
+	env      *cel.Env
+	self     *node  // `output` refers to self's output
+	selfType string // provider name of self's output type
+	vars     map[string]*types.Type
+}
+
+// types type-checks every expression and template with cel-go against the
+// declared types, and `with` blocks against handler config schemas.
+func (s *state) types() {
+	if s.wf == nil {
+		return
+	}
+	s.prov = newProvider()
+	inputT := obj()
+	for _, in := range s.inputs {
+		// Inputs with a default are always present at run time.
+		inputT.Fields = append(inputT.Fields, ir.Field{Name: in.Name, Type: *in.Type, Optional: !in.Required && in.Decl.Default == nil})
+	}
+	opts := celOptions(s.prov)
+	opts = append(opts, cel.Variable("input", s.prov.celType(inputT, "wf.input")))
+	for _, n := range s.nodes {
+		opts = append(opts, cel.Variable(n.id, s.nodeVar(n)))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		s.errorf(diag.TypeError, s.wf.Name.Range, "cannot build the expression environment: %v", err)
+		return
+	}
+	s.env = env
+	s.inputDefaults()
+	order := s.order
+	if len(order) != len(s.nodes) {
+		order = make([]int, len(s.nodes))
+		for i := range order {
+			order[i] = i
+		}
+	}
+	for _, i := range order {
+		s.checkNode(s.nodes[i])
+	}
+	for i, p := range s.outputs {
+		s.curOutput = i
+		s.check(&scope{env: env}, p.Value, nil)
+	}
+}
+
+// nodeVar (re)defines the CEL type of node n: an object with one field,
+// output. Redefining it after an open handler's with block is checked
+// updates every later expression, because the checker asks the provider.
+func (s *state) nodeVar(n *node) *types.Type {
+	return s.prov.define("wf.node."+n.id, nil, map[string]*types.Type{
+		"output": s.prov.celType(n.outType, "wf.out."+n.id),
+	})
+}
+
+func (s *state) checkNode(n *node) {
+	if n.decl == nil {
+		return
+	}
+	base := &scope{env: s.env}
+	if n.when != nil {
+		s.wantBool(s.check(base, n.when, n), n.when, "when")
+	}
+	withScope := base
+	if n.forEach != nil {
+		t := s.check(base, n.forEach.Items, n)
+		elem := types.DynType
+		if t != nil {
+			switch t.Kind() {
+			case types.ListKind:
+				elem = t.Parameters()[0]
+			case types.DynKind:
+			default:
+				s.errorf(diag.NotList, n.forEach.Items.Range, "for_each needs a list, found %s", typeName(t))
+			}
+		}
+		// A variable rejected by the items pass (reserved, or hiding a
+		// node) is not declared: CEL would only repeat the error.
+		if v := n.forEach.Var.Name; !reserved[v] && s.byID[v] == nil {
+			if e, err := s.env.Extend(cel.Variable(v, elem)); err == nil {
+				withScope = &scope{env: e, vars: map[string]*types.Type{v: elem}}
+			}
+		}
+	}
+	if n.with != nil {
+		paramTypes := make([]*types.Type, len(n.with.Params))
+		for i, p := range n.with.Params {
+			paramTypes[i] = s.check(withScope, p.Value, n)
+		}
+		s.checkConfig(n, n.with, paramTypes)
+	} else if n.kind == "task" || n.kind == "flow" {
+		s.checkConfig(n, nil, nil)
+	}
+	if n.prompt != nil && n.prompt.Template != nil {
+		s.checkTemplate(base, n.prompt, n)
+	}
+	if n.branch == nil && n.loop == nil && n.compensate == nil {
+		return
+	}
+	selfName := "wf.self." + n.id
+	selfEnv, err := s.env.Extend(cel.Variable("output", s.prov.celType(n.outType, selfName)))
+	if err != nil {
+		return
+	}
+	self := &scope{env: selfEnv, self: n, selfType: selfName}
+	if n.branch != nil {
+		for _, r := range n.branch.Rules {
+			if r.Cond != nil {
+				s.wantBool(s.check(self, r.Cond, n), r.Cond, "branch rule")
+			}
+		}
+	}
+	if n.loop != nil && n.loop.while != nil {
+		s.wantBool(s.check(self, n.loop.while, n), n.loop.while, "while")
+	}
+	if c := n.compensate; c != nil && c.with != nil {
+		pts := make([]*types.Type, len(c.with.Params))
+		for i, p := range c.with.Params {
+			pts[i] = s.check(self, p.Value, n)
+		}
+		if h := s.handlers[c.handler]; h != nil && !h.Open {
+			s.checkParams(h.Config, c.with, pts, c.block.Key, "handler \""+h.Name+"\"")
+		}
+	}
+}
+
+func (s *state) wantBool(t *types.Type, e *ast.Expr, what string) {
+	if t == nil || t.Kind() == types.BoolKind || t.Kind() == types.DynKind {
+		return
+	}
+	s.errorf(diag.NotBool, e.Range, "%s condition must be bool, found %s", what, typeName(t))
+}
+
+// checkConfig checks a node's with block against its handler's (or child
+// workflow's) config, and gives open handlers their output type.
+func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
+	var cfg *ir.Type
+	what := ""
+	switch {
+	case n.kind == "task":
+		h := s.handlers[n.handler]
+		if h == nil {
+			return
+		}
+		if h.Open {
+			out := obj()
+			if with != nil {
+				for i, p := range with.Params {
+					out.Fields = append(out.Fields, ir.Field{Name: p.Name.Name, Type: *s.prov.irType(pts[i])})
+				}
+			}
+			if n.outDecl == nil {
+				s.setOutput(n, out)
+				s.nodeVar(n)
+			}
+			return
+		}
+		cfg, what = h.Config, "handler \""+h.Name+"\""
+	case n.kind == "flow":
+		if n.child == nil {
+			return
+		}
+		cfg, what = childConfig(n.child), "workflow \""+n.uses.Value+"\""
+	default:
+		return
+	}
+	anchor := n.ident
+	if with != nil {
+		anchor = with.Key
+	}
+	s.checkParams(cfg, with, pts, anchor, what)
+}
+
+func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Type, anchor *ast.Ident, what string) {
+	set := map[string]bool{}
+	names := make([]string, 0, len(cfg.Fields))
+	for _, f := range cfg.Fields {
+		names = append(names, f.Name)
+	}
+	if with != nil {
+		for i, p := range with.Params {
+			set[p.Name.Name] = true
+			var field *ir.Field
+			for k := range cfg.Fields {
+				if cfg.Fields[k].Name == p.Name.Name {
+					field = &cfg.Fields[k]
+				}
+			}
+			if field == nil {
+				d := s.errorf(diag.UnknownConfig, p.Name.Range, "%s has no config field `%s`", what, p.Name.Name)
+				s.didYouMean(d, p.Name.Range, p.Name.Name, names)
+				if d.Hint == "" && len(names) > 0 {
+					d.WithHint("its fields are: " + strings.Join(names, ", "))
+				}
+				continue
+			}
+			if pts[i] != nil && !s.assignable(&field.Type, pts[i]) {
+				s.errorf(diag.ConfigType, p.Value.Range, "`%s` of %s must be %s, found %s", p.Name.Name, what, irTypeName(&field.Type), typeName(pts[i]))
+			}
+		}
+	}
+	var missing []string
+	for _, f := range cfg.Fields {
+		if !f.Optional && !set[f.Name] {
+			missing = append(missing, f.Name)
+		}
+	}
+	if len(missing) > 0 {
+		s.errorf(diag.MissingConfig, anchor.Range, "missing required config %s of %s", plural("field", missing), what).
+			WithHint("set it in `with { " + missing[0] + " = ... }`")
+	}
+}
+
+func plural(word string, xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = "`" + x + "`"
+	}
+	if len(xs) == 1 {
+		return word + " " + q[0]
+	}
+	return word + "s " + strings.Join(q, ", ")
+}
+
+// assignable reports whether a value of CEL type actual may be given where
+// decl is declared. Numbers are one JSON type, so int fits number; strings
+// fit durations (parsed at run time); maps fit objects (fields are checked
+// when the value is known).
+func (s *state) assignable(decl *ir.Type, actual *types.Type) bool {
+	k := actual.Kind()
+	if decl.Kind == ir.KindAny || k == types.DynKind || k == types.AnyKind || k == types.ErrorKind {
+		return true
+	}
+	switch decl.Kind {
+	case ir.KindString:
+		return k == types.StringKind
+	case ir.KindInt:
+		return k == types.IntKind || k == types.UintKind
+	case ir.KindNumber:
+		return k == types.DoubleKind || k == types.IntKind || k == types.UintKind
+	case ir.KindBool:
+		return k == types.BoolKind
+	case ir.KindDuration:
+		return k == types.DurationKind || k == types.StringKind
+	case ir.KindNull:
+		return k == types.NullTypeKind
+	case ir.KindList:
+		return k == types.ListKind && s.assignable(decl.Elem, actual.Parameters()[0])
+	case ir.KindMap:
+		return k == types.MapKind && s.assignable(decl.Elem, actual.Parameters()[1])
+	case ir.KindObject:
+		if k == types.MapKind {
+			return true
+		}
+		if k == types.StructKind {
+			o := s.prov.objs[actual.TypeName()]
+			if o == nil {
+				return false
+			}
+			for _, f := range decl.Fields {
+				ft, ok := o.fields[f.Name]
+				if !ok {
+					if !f.Optional {
+						return false
+					}
+					continue
+				}
+				if !s.assignable(&f.Type, ft) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func typeName(t *types.Type) string {
+	if t == nil {
+		return "unknown"
+	}
+	switch t.Kind() {
+	case types.DoubleKind:
+		return "number"
+	case types.StructKind:
+		name := t.TypeName()
+		switch {
+		case strings.HasPrefix(name, "wf.out."):
+			return "the output of " + strings.TrimPrefix(name, "wf.out.")
+		case strings.HasPrefix(name, "wf.node."):
+			return "node " + strings.TrimPrefix(name, "wf.node.")
+		}
+		return "object"
+	case types.ListKind:
+		return "list<" + typeName(t.Parameters()[0]) + ">"
+	case types.MapKind:
+		return "map<" + typeName(t.Parameters()[1]) + ">"
+	case types.DynKind:
+		return "any"
+	}
+	return t.String()
+}
+
+func irTypeName(t *ir.Type) string {
+	switch t.Kind {
+	case ir.KindList, ir.KindMap:
+		return t.Kind + "<" + irTypeName(t.Elem) + ">"
+	case ir.KindObject:
+		var b strings.Builder
+		b.WriteString("{")
+		for i, f := range t.Fields {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(f.Name)
+			if f.Optional {
+				b.WriteString("?")
+			}
+			b.WriteString(": " + irTypeName(&f.Type))
+		}
+		b.WriteString("}")
+		return b.String()
+	}
+	return t.Kind
+}
+
+func (s *state) checkTemplate(sc *scope, str *ast.String, owner *node) {
+	for _, part := range str.Template {
+		if part.Expr != nil {
+			s.check(sc, part.Expr, owner)
+		}
+	}
+}
+
+// check parses and type-checks one expression, reporting errors at their
+// exact position in the .wf file, and records its type, references and
+// output reads. It returns nil if the expression has errors.
+func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
+	if e.Str != nil && e.Str.Template != nil {
+		s.checkTemplate(sc, e.Str, owner)
+		s.info.Exprs[e] = &ExprInfo{Type: &ir.Type{Kind: ir.KindString}}
+		return types.StringType
+	}
+	if s.lexErrorIn(e.Range) {
+		return nil // already reported; CEL would only repeat it less clearly
+	}
+	m := newOffsetMap(e)
+	parsed, iss := sc.env.Parse(e.Text)
+	if iss != nil && iss.Err() != nil {
+		for _, ce := range iss.Errors() {
+			s.celError(diag.ExprSyntax, e, m, nil, sc, ce.Location.Line(), ce.Location.Column(), ce.ExprID, cleanCELMessage(ce.Message))
+		}
+		return nil
+	}
+	checked, iss := sc.env.Check(parsed)
+	if iss != nil && iss.Err() != nil {
+		for _, ce := range iss.Errors() {
+			s.celError(diag.TypeError, e, m, parsed.NativeRep(), sc, ce.Location.Line(), ce.Location.Column(), ce.ExprID, cleanCELMessage(ce.Message))
+		}
+		s.collect(parsed.NativeRep(), e, m, owner, false)
+		return nil
+	}
+	if est, err := sc.env.EstimateCost(checked, sizeEstimator{}); err == nil && est.Max > MaxExprCost {
+		s.errorf(diag.CostLimit, e.Range, "estimated evaluation cost %d exceeds the limit of %d", est.Max, MaxExprCost).
+			WithHint(fmt.Sprintf("the estimate assumes lists, maps and strings of up to %d elements; nested comprehensions multiply", assumedSize))
+	}
+	s.checked[e] = checked
+	s.envs[e] = sc.env
+	out := checked.OutputType()
+	info := &ExprInfo{Type: s.prov.irType(out)}
+	s.info.Exprs[e] = info
+	s.collect(checked.NativeRep(), e, m, owner, true)
+	nat := checked.NativeRep()
+	for id, r := range nat.SourceInfo().OffsetRanges() {
+		t := nat.GetType(id)
+		if t == nil {
+			continue
+		}
+		info.Subexprs = append(info.Subexprs, SubExpr{Range: m.rng(r.Start, r.Stop), Type: typeName(t)})
+	}
+	return out
+}
+
+// lexErrorIn reports whether the lexer reported a bad string, number or
+// character inside r.
+func (s *state) lexErrorIn(r source.Range) bool {
+	for _, d := range s.rp.Diags {
+		switch d.Code {
+		case diag.BadString, diag.BadNumber, diag.BadChar, diag.Unterminated, diag.BadUTF8:
+			if d.Span.File == s.file.Name && d.Span.Start.Offset >= r.Start && d.Span.Start.Offset < r.End {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// collect records references (for the LSP) and x.output reads (for the
+// dataflow pass) of one expression.
+func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, record bool) {
+	info := a.SourceInfo()
+	var reads []read
+	guarded := map[string]bool{}
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+		if x.Kind() != celast.SelectKind {
+			return
+		}
+		sel := x.AsSelect()
+		op := sel.Operand()
+		if op.Kind() == celast.IdentKind {
+			name := op.AsIdent()
+			r, _ := info.GetOffsetRange(op.ID())
+			identRng := m.rng(r.Start, r.Start+int32(utf8.RuneCountInString(name)))
+			fieldRng := m.fieldAfter(identRng.End, sel.FieldName())
+			switch {
+			case name == "input":
+				if _, ok := s.info.Inputs[sel.FieldName()]; ok {
+					s.info.Refs = append(s.info.Refs, Ref{Range: fieldRng, Kind: RefInput, Name: sel.FieldName()})
+					s.useInput(owner, sel.FieldName())
+				}
+			case s.byID[name] != nil && sel.FieldName() == "output":
+				n := s.byID[name]
+				s.info.Refs = append(s.info.Refs, Ref{Range: identRng, Kind: RefNode, Name: name})
+				if sel.IsTestOnly() {
+					guarded[name] = true
+				} else {
+					reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}})
+				}
+			}
+			return
+		}
+		// x.output.field
+		if op.Kind() == celast.SelectKind && op.AsSelect().FieldName() == "output" && op.AsSelect().Operand().Kind() == celast.IdentKind {
+			name := op.AsSelect().Operand().AsIdent()
+			if s.byID[name] != nil {
+				r, _ := info.GetOffsetRange(op.AsSelect().Operand().ID())
+				start := m.rng(r.Start, r.Start).Start
+				outRng := m.fieldAfter(start+len(name), "output")
+				fr := m.fieldAfter(outRng.End, sel.FieldName())
+				s.info.Refs = append(s.info.Refs, Ref{Range: fr, Kind: RefField, Name: name + "." + sel.FieldName()})
+			}
+		}
+	}))
+	if !record || len(reads) == 0 {
+		return
+	}
+	for i := range reads {
+		reads[i].guarded = guarded[s.nodes[reads[i].node].id]
+	}
+	s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: reads})
+}
+
+var quoted = regexp.MustCompile(`'([^']+)'`)
+
+// cleanCELMessage drops cel-go's implementation detail from messages.
+func cleanCELMessage(msg string) string {
+	msg = strings.ReplaceAll(msg, " (in container '')", "")
+	msg = strings.TrimPrefix(msg, "Syntax error: ")
+	return msg
+}
+
+func (s *state) celError(code diag.Code, e *ast.Expr, m *offsetMap, parsed *celast.AST, sc *scope, line, col int, id int64, msg string) {
+	start := m.lineCol(line, col)
+	r := source.Range{Start: start, End: start}
+	name := ""
+	if q := quoted.FindStringSubmatch(msg); q != nil {
+		name = q[1]
+	}
+	if name != "" {
+		if k := strings.Index(s.file.Text(source.Range{Start: start, End: e.End}), name); k >= 0 {
+			r = source.Range{Start: start + k, End: start + k + len(name)}
+		}
+	}
+	if r.End == r.Start {
+		r.End = min(r.Start+1, e.End)
+		if r.End <= r.Start {
+			r = source.Range{Start: max(e.Start, e.End-1), End: e.End}
+		}
+	}
+	var d *diag.Diagnostic
+	switch {
+	case strings.HasPrefix(msg, "undeclared reference to"):
+		d = s.errorf(code, r, "unknown name `%s`", name)
+		cands := []string{"input"}
+		if sc.self != nil {
+			cands = append(cands, "output")
+		}
+		for v := range sc.vars {
+			cands = append(cands, v)
+		}
+		for _, n := range s.nodes {
+			cands = append(cands, n.id)
+		}
+		s.didYouMean(d, r, name, cands)
+		if d.Hint == "" && name == "output" {
+			d.WithHint("`output` is only available in a node's branch, loop and compensate; elsewhere write `node.output`")
+		}
+	case strings.HasPrefix(msg, "undefined field"):
+		owner, fields := s.fieldOwner(parsed, id, sc)
+		if owner != "" {
+			d = s.errorf(code, r, "`%s` is not a field of %s", name, owner)
+		} else {
+			d = s.errorf(code, r, "undefined field `%s`", name)
+		}
+		s.didYouMean(d, r, name, fields)
+	default:
+		d = s.errorf(code, r, "%s", msg)
+	}
+	_ = d
+}
+
+// fieldOwner finds the operand of the select with the given id in the parsed
+// tree and returns a readable name for it and its field names.
+func (s *state) fieldOwner(a *celast.AST, id int64, sc *scope) (string, []string) {
+	if a == nil {
+		return "", nil
+	}
+	var target celast.Expr
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+		if x.ID() == id && x.Kind() == celast.SelectKind {
+			target = x.AsSelect().Operand()
+		}
+	}))
+	if target == nil {
+		return "", nil
+	}
+	var path []string
+	x := target
+	for x.Kind() == celast.SelectKind {
+		path = append([]string{x.AsSelect().FieldName()}, path...)
+		x = x.AsSelect().Operand()
+	}
+	if x.Kind() != celast.IdentKind {
+		return "", nil
+	}
+	root := x.AsIdent()
+	typeName := ""
+	switch {
+	case root == "input":
+		typeName = "wf.input"
+	case root == "output" && sc.self != nil:
+		typeName = sc.selfType
+	case s.byID[root] != nil:
+		typeName = "wf.node." + root
+	default:
+		return "", nil
+	}
+	for _, f := range path {
+		ft, ok := s.prov.FindStructFieldType(typeName, f)
+		if !ok || ft.Type.Kind() != types.StructKind {
+			return "", nil
+		}
+		typeName = ft.Type.TypeName()
+	}
+	names, _ := s.prov.FindStructFieldNames(typeName)
+	return strings.Join(append([]string{root}, path...), "."), names
+}
+
+// offsetMap maps CEL positions (code points within the expression text)
+// to byte offsets in the file.
+type offsetMap struct {
+	base  int
+	text  string
+	ascii bool
+}
+
+func newOffsetMap(e *ast.Expr) *offsetMap {
+	ascii := true
+	for i := 0; i < len(e.Text); i++ {
+		if e.Text[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	return &offsetMap{base: e.Start, text: e.Text, ascii: ascii}
+}
+
+func (m *offsetMap) off(cp int32) int {
+	if cp < 0 {
+		cp = 0
+	}
+	if m.ascii {
+		return m.base + min(int(cp), len(m.text))
+	}
+	return m.base + source.RuneOffsetToByte(m.text, int(cp))
+}
+
+func (m *offsetMap) rng(start, stop int32) source.Range {
+	a := m.off(start)
+	b := m.off(stop)
+	if b < a {
+		b = a
+	}
+	return source.Range{Start: a, End: b}
+}
+
+// lineCol maps a CEL line (1-based) and column (0-based, code points).
+func (m *offsetMap) lineCol(line, col int) int {
+	i := 0
+	for l := 1; l < line; l++ {
+		k := strings.IndexByte(m.text[i:], '\n')
+		if k < 0 {
+			break
+		}
+		i += k + 1
+	}
+	return m.base + i + source.RuneOffsetToByte(m.text[i:], col)
+}
+
+// fieldAfter finds `.name` at or after file offset off and returns the
+// range of name.
+func (m *offsetMap) fieldAfter(off int, name string) source.Range {
+	rel := off - m.base
+	if rel < 0 || rel > len(m.text) {
+		return source.Range{Start: off, End: off}
+	}
+	if k := strings.Index(m.text[rel:], name); k >= 0 {
+		return source.Range{Start: off + k, End: off + k + len(name)}
+	}
+	return source.Range{Start: off, End: off}
+}
+
+func (s *state) useInput(owner *node, name string) {
+	m, k := s.inputUses, -1
+	if owner != nil {
+		k = owner.idx
+	} else {
+		m, k = s.outputInputs, s.curOutput
+	}
+	if m[k] == nil {
+		m[k] = map[string]bool{}
+	}
+	m[k][name] = true
+}

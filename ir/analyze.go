@@ -1,0 +1,438 @@
+package ir
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Analyze recomputes every derived field of w in place from w.Nodes and
+// w.Edges: Entries, Terminals, Order, and each node's Dependencies,
+// Dependents, JoinInfo, MaySkip, Entry, Terminal and LoopBody.
+//
+// It fails if node ids repeat, if an edge names an unknown node, or if the
+// forward edges form a cycle; then every derived field is cleared, so stale
+// values never pass for computed ones. Analyze checks nothing else: that is
+// Validate's job. It never panics.
+func Analyze(w *Workflow) error {
+	if w == nil {
+		return errors.New("ir: nil workflow")
+	}
+	g := buildGraph(w)
+	if err := g.err(); err != nil {
+		clearDerived(w)
+		return err
+	}
+
+	n := len(w.Nodes)
+	maySkip := make([]bool, n)
+	for _, i := range g.order {
+		node := &w.Nodes[i]
+		maySkip[i] = node.When != nil
+		if !maySkip[i] && len(g.in[i]) > 0 {
+			all := true
+			for _, ei := range g.in[i] {
+				if !g.conditional(ei, maySkip) {
+					all = false
+					break
+				}
+			}
+			maySkip[i] = all
+		}
+	}
+
+	w.Order = g.ids(g.order)
+	w.Entries, w.Terminals = []string{}, []string{}
+	for _, i := range g.order {
+		node := &w.Nodes[i]
+		node.Dependencies = g.ids(g.neighbours(g.in[i], true))
+		node.Dependents = g.ids(g.neighbours(g.out[i], false))
+		node.MaySkip = maySkip[i]
+		node.Entry = len(g.in[i]) == 0
+		node.Terminal = len(g.out[i]) == 0
+		node.JoinInfo = nil
+		if len(g.in[i]) > 1 {
+			node.JoinInfo = g.joinInfo(i, maySkip)
+		}
+		node.LoopBody = nil
+		if node.Loop != nil {
+			node.LoopBody = g.ids(g.loopBody(i))
+		}
+		if node.Entry {
+			w.Entries = append(w.Entries, node.ID)
+		}
+		if node.Terminal {
+			w.Terminals = append(w.Terminals, node.ID)
+		}
+	}
+	return nil
+}
+
+// Ancestors returns the ids from which a path of forward edges leads to id.
+// It reads w.Edges only, so it works on a workflow that was never analyzed;
+// id itself is included only if it lies on a forward cycle.
+func Ancestors(w *Workflow, id string) map[string]bool {
+	anc := map[string]bool{}
+	if w == nil {
+		return anc
+	}
+	preds := map[string][]string{}
+	for _, e := range w.Edges {
+		if Forward(e.Kind) {
+			preds[e.To] = append(preds[e.To], e.From)
+		}
+	}
+	stack := []string{id}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, p := range preds[x] {
+			if !anc[p] {
+				anc[p] = true
+				stack = append(stack, p)
+			}
+		}
+	}
+	return anc
+}
+
+func clearDerived(w *Workflow) {
+	w.Entries, w.Terminals, w.Order = nil, nil, nil
+	for i := range w.Nodes {
+		n := &w.Nodes[i]
+		n.Dependencies, n.Dependents, n.JoinInfo, n.LoopBody = nil, nil, nil, nil
+		n.MaySkip, n.Entry, n.Terminal = false, false, false
+	}
+}
+
+// A graph is the resolved form of a workflow's edges that Analyze and
+// Validate share. It never modifies the workflow.
+type graph struct {
+	w     *Workflow
+	index map[string]int
+	edges []gedge // edges with known endpoints, exact duplicates dropped
+	in    [][]int // per node: indices into edges of incoming forward edges
+	out   [][]int // per node: indices into edges of outgoing forward edges
+	order []int   // topological order of the nodes that are not on or behind a cycle
+	pos   []int   // pos[node] = position in order, -1 if not ordered
+	cycle []int   // nodes on one forward cycle, in edge direction; nil if acyclic
+	errs  []string
+}
+
+// A gedge is an edge resolved to node indices; src is its index in w.Edges.
+type gedge struct {
+	from, to int
+	kind     string
+	src      int
+}
+
+func buildGraph(w *Workflow) *graph {
+	n := len(w.Nodes)
+	g := &graph{
+		w:     w,
+		index: make(map[string]int, n),
+		in:    make([][]int, n),
+		out:   make([][]int, n),
+		pos:   make([]int, n),
+	}
+	for i := range w.Nodes {
+		id := w.Nodes[i].ID
+		if j, dup := g.index[id]; dup {
+			g.errs = append(g.errs, fmt.Sprintf("nodes %d and %d have the same id %q", j, i, id))
+			continue
+		}
+		g.index[id] = i
+	}
+	type key struct {
+		from, to int
+		kind     string
+	}
+	seen := map[key]bool{}
+	for k, e := range w.Edges {
+		from, okFrom := g.index[e.From]
+		to, okTo := g.index[e.To]
+		if !okFrom || !okTo {
+			bad := e.From
+			if okFrom {
+				bad = e.To
+			}
+			g.errs = append(g.errs, fmt.Sprintf("edge %d (%s -> %s, %s) names unknown node %q", k, e.From, e.To, e.Kind, bad))
+			continue
+		}
+		if seen[key{from, to, e.Kind}] {
+			continue
+		}
+		seen[key{from, to, e.Kind}] = true
+		g.edges = append(g.edges, gedge{from, to, e.Kind, k})
+		if Forward(e.Kind) {
+			ei := len(g.edges) - 1
+			g.out[from] = append(g.out[from], ei)
+			g.in[to] = append(g.in[to], ei)
+		}
+	}
+
+	// Kahn's algorithm; the heap hands out the ready node with the smallest
+	// index, which makes the order deterministic and close to source order.
+	indeg := make([]int, n)
+	for i := range n {
+		indeg[i] = len(g.in[i])
+		g.pos[i] = -1
+	}
+	ready := &intHeap{}
+	for i := range n {
+		if indeg[i] == 0 {
+			heap.Push(ready, i)
+		}
+	}
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		g.pos[i] = len(g.order)
+		g.order = append(g.order, i)
+		for _, ei := range g.out[i] {
+			t := g.edges[ei].to
+			if indeg[t]--; indeg[t] == 0 {
+				heap.Push(ready, t)
+			}
+		}
+	}
+	if len(g.order) < n {
+		g.cycle = findCycle(g, indeg)
+	}
+	return g
+}
+
+// findCycle returns the nodes of one forward cycle among the nodes Kahn's
+// algorithm could not order. Each such node still has a predecessor that was
+// not ordered either, so walking predecessors must eventually repeat a node.
+func findCycle(g *graph, indeg []int) []int {
+	start := -1
+	for i, d := range indeg {
+		if d > 0 {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	step := map[int]int{}
+	var path []int
+	for cur := start; ; {
+		if s, ok := step[cur]; ok {
+			cyc := slices.Clone(path[s:])
+			slices.Reverse(cyc) // the walk went against the edges
+			m := slices.Index(cyc, slices.Min(cyc))
+			return append(cyc[m:], cyc[:m]...)
+		}
+		step[cur] = len(path)
+		path = append(path, cur)
+		pred := -1
+		for _, ei := range g.in[cur] {
+			if f := g.edges[ei].from; indeg[f] > 0 && (pred < 0 || f < pred) {
+				pred = f
+			}
+		}
+		if pred < 0 {
+			return nil // cannot happen; stay safe rather than loop
+		}
+		cur = pred
+	}
+}
+
+// err summarizes why the graph cannot be analyzed, or returns nil.
+func (g *graph) err() error {
+	if len(g.errs) > 0 {
+		msg := g.errs[0]
+		if len(g.errs) > 1 {
+			msg += fmt.Sprintf(" (and %d more)", len(g.errs)-1)
+		}
+		return errors.New("ir: " + msg)
+	}
+	if g.cycle != nil {
+		return errors.New("ir: " + g.cycleMessage())
+	}
+	return nil
+}
+
+func (g *graph) cycleMessage() string {
+	names := make([]string, 0, len(g.cycle)+1)
+	for _, i := range g.cycle {
+		names = append(names, g.w.Nodes[i].ID)
+	}
+	names = append(names, names[0])
+	return "forward edges form a cycle: " + strings.Join(names, " -> ")
+}
+
+// cycleEdge returns the index in w.Edges of the first edge on the cycle.
+func (g *graph) cycleEdge() int {
+	from, to := g.cycle[0], g.cycle[1%len(g.cycle)]
+	for _, ei := range g.out[from] {
+		if g.edges[ei].to == to {
+			return g.edges[ei].src
+		}
+	}
+	return -1
+}
+
+func (g *graph) ids(nodes []int) []string {
+	ids := make([]string, len(nodes))
+	for k, i := range nodes {
+		ids[k] = g.w.Nodes[i].ID
+	}
+	return ids
+}
+
+// neighbours returns the distinct sources (or targets) of edges, in Order.
+func (g *graph) neighbours(edges []int, sources bool) []int {
+	ns := []int{}
+	seen := map[int]bool{}
+	for _, ei := range edges {
+		x := g.edges[ei].to
+		if sources {
+			x = g.edges[ei].from
+		}
+		if !seen[x] {
+			seen[x] = true
+			ns = append(ns, x)
+		}
+	}
+	slices.SortFunc(ns, func(a, b int) int { return cmp.Compare(g.pos[a], g.pos[b]) })
+	return ns
+}
+
+// conditional reports whether edge ei may deliver a skip token: every kind
+// but after is taken only on some runs, a source that may be skipped passes
+// its skip on, and a source with an alternative path sends its plain
+// dependents a skip when it takes that path.
+func (g *graph) conditional(ei int, maySkip []bool) bool {
+	e := g.edges[ei]
+	return e.kind != EdgeAfter || maySkip[e.from] || hasAlternative(&g.w.Nodes[e.from])
+}
+
+// hasAlternative reports whether n can route its token somewhere other than
+// its after-dependents. An agent without routes or default has no choice to
+// make, so its after-dependents always get a real token.
+func hasAlternative(n *Node) bool {
+	switch {
+	case n.Branch != nil, len(n.OnError) > 0:
+		return true
+	case n.Agent != nil && (len(n.Agent.Routes) > 0 || len(n.Agent.Default) > 0):
+		return true
+	case n.Human != nil && (len(n.Human.OnReject) > 0 || n.Human.OnTimeout == TimeoutReject):
+		return true
+	case n.Loop != nil && len(n.Loop.Exhausted) > 0:
+		return true
+	}
+	return false
+}
+
+func (g *graph) joinInfo(i int, maySkip []bool) *JoinInfo {
+	node := &g.w.Nodes[i]
+	in := slices.Clone(g.in[i])
+	slices.SortFunc(in, func(a, b int) int {
+		ea, eb := g.edges[a], g.edges[b]
+		return cmp.Or(cmp.Compare(g.pos[ea.from], g.pos[eb.from]), strings.Compare(ea.kind, eb.kind))
+	})
+	ji := &JoinInfo{Mode: cmp.Or(node.Join, JoinAll), Expect: len(in), Incoming: make([]EdgeRef, len(in))}
+	for k, ei := range in {
+		c := g.conditional(ei, maySkip)
+		ji.Incoming[k] = EdgeRef{From: g.w.Nodes[g.edges[ei].from].ID, Kind: g.edges[ei].kind, Conditional: c}
+		if c {
+			ji.Conditional++
+		}
+	}
+	return ji
+}
+
+// loopBody returns the nodes on forward paths from loop node i's back_to
+// target to i, inclusive, in Order; nil if back_to is not i or an ancestor.
+func (g *graph) loopBody(i int) []int {
+	b, ok := g.index[g.w.Nodes[i].Loop.BackTo]
+	if !ok {
+		return nil
+	}
+	if b == i {
+		return []int{i}
+	}
+	lo, hi := g.window(b, i)
+	desc := g.reach(b, false, lo, hi)
+	if !desc[i] {
+		return nil
+	}
+	anc := g.reach(i, true, lo, hi)
+	body := []int{b, i}
+	for _, x := range g.order {
+		if desc[x] && anc[x] && x != b && x != i {
+			body = append(body, x)
+		}
+	}
+	slices.SortFunc(body, func(a, b int) int { return cmp.Compare(g.pos[a], g.pos[b]) })
+	return body
+}
+
+// ancestor reports whether a is a forward ancestor of b.
+func (g *graph) ancestor(a, b int) bool {
+	lo, hi := g.window(a, b)
+	return lo <= hi && g.reach(b, true, lo, hi)[a]
+}
+
+// window returns the range of Order positions that a node on a path from a
+// to b can have. Positions grow along every forward path among ordered
+// nodes, and an ordered node has only ordered ancestors, so walks between a
+// and b can skip the ordered nodes outside the window; that keeps loop
+// analysis local even in a large graph. Unordered nodes (on or behind a
+// cycle) are never skipped.
+func (g *graph) window(a, b int) (lo, hi int) {
+	lo, hi = 0, len(g.w.Nodes)
+	if g.pos[a] >= 0 {
+		lo = g.pos[a]
+	}
+	if g.pos[b] >= 0 {
+		hi = g.pos[b]
+	}
+	return lo, hi
+}
+
+// reach marks the nodes reachable from start over forward edges (against
+// them if backward), not counting start unless it lies on a cycle, and
+// skipping ordered nodes whose position is outside [lo, hi].
+func (g *graph) reach(start int, backward bool, lo, hi int) []bool {
+	seen := make([]bool, len(g.w.Nodes))
+	stack := []int{start}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		adj := g.out[x]
+		if backward {
+			adj = g.in[x]
+		}
+		for _, ei := range adj {
+			y := g.edges[ei].to
+			if backward {
+				y = g.edges[ei].from
+			}
+			if p := g.pos[y]; seen[y] || p >= 0 && (p < lo || p > hi) {
+				continue
+			}
+			seen[y] = true
+			stack = append(stack, y)
+		}
+	}
+	return seen
+}
+
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

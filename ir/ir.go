@@ -1,0 +1,337 @@
+package ir
+
+import "encoding/json"
+
+// Version is the IR format version written to ir_version. It changes only on
+// an incompatible change to the format, so a runtime can refuse documents it
+// does not understand instead of misreading them.
+const Version = "1"
+
+// Node types.
+const (
+	NodeTask  = "task"  // runs a handler
+	NodeAgent = "agent" // asks a model, optionally to pick a route
+	NodeHuman = "human" // waits for an approval decision
+	NodeFlow  = "flow"  // runs a child workflow
+)
+
+// Edge kinds. Every kind except EdgeLoop is a forward edge; forward edges
+// form a DAG, and loop edges are the only way back.
+const (
+	EdgeAfter     = "after"     // from `after x`
+	EdgeBranch    = "branch"    // to a target of a branch rule
+	EdgeDefault   = "default"   // to a branch default or an agent default
+	EdgeRoute     = "route"     // to an agent route
+	EdgeLoop      = "loop"      // from a loop node back to its back_to target
+	EdgeExhausted = "exhausted" // to the path taken when a loop runs out of iterations
+	EdgeError     = "error"     // to an on_error target
+	EdgeReject    = "reject"    // to a human node's on_reject target
+)
+
+// Join modes.
+const (
+	JoinAll = "all" // wait for a token on every incoming edge
+	JoinAny = "any" // run on the first real token
+)
+
+// Retry backoff kinds.
+const (
+	BackoffFixed       = "fixed"
+	BackoffLinear      = "linear"
+	BackoffExponential = "exponential"
+)
+
+// What a human node does when its approval times out.
+const (
+	TimeoutApprove = "approve"
+	TimeoutReject  = "reject"
+	TimeoutFail    = "fail"
+)
+
+// Type kinds.
+const (
+	KindString   = "string"
+	KindInt      = "int"
+	KindNumber   = "number"
+	KindBool     = "bool"
+	KindDuration = "duration"
+	KindAny      = "any"
+	KindList     = "list"
+	KindMap      = "map"
+	KindObject   = "object"
+	KindNull     = "null"
+)
+
+// A Workflow represents one compiled workflow: the IR document.
+//
+// Nodes and Edges are the source of truth. The fields marked derived are
+// computed by Analyze; values decoded from a document are ignored and
+// recomputed. Fields tagged hash:"-" are left out of Canonical and Hash,
+// because they describe where the workflow came from, not what it does.
+type Workflow struct {
+	IRVersion   string    `json:"ir_version"`
+	Name        string    `json:"name"`
+	Version     string    `json:"version,omitempty"` // the workflow's own version string
+	Description string    `json:"description,omitempty"`
+	Source      string    `json:"source,omitempty" hash:"-"` // .wf path as given to the compiler
+	Settings    Settings  `json:"settings"`
+	Inputs      []Input   `json:"inputs"`
+	Outputs     []Output  `json:"outputs"`
+	Handlers    []Handler `json:"handlers"` // handlers the nodes use, sorted by name
+	Nodes       []Node    `json:"nodes"`    // in source order
+	Edges       []Edge    `json:"edges"`    // every edge of the graph
+
+	// Derived by Analyze.
+	Entries   []string `json:"entries" hash:"-"`   // nodes with no incoming forward edge, in Order
+	Terminals []string `json:"terminals" hash:"-"` // nodes with no outgoing forward edge, in Order
+	Order     []string `json:"order" hash:"-"`     // topological order of the forward edges, ties by node index
+}
+
+// Settings holds the workflow-wide limits. Zero means "not set"; the
+// runtime applies its own defaults.
+type Settings struct {
+	DeadlineMS int64 `json:"deadline_ms,omitempty"`
+	MaxHops    int   `json:"max_hops,omitempty"`
+	MaxFanout  int   `json:"max_fanout,omitempty"`
+}
+
+// An Input represents one declared workflow input. Required is true exactly
+// when Default is absent.
+type Input struct {
+	Name     string          `json:"name"`
+	Type     Type            `json:"type"`
+	Default  json.RawMessage `json:"default,omitempty"`
+	Required bool            `json:"required,omitempty"`
+	Loc      *Loc            `json:"loc,omitempty" hash:"-"`
+}
+
+// An Output represents one field of a run's result.
+type Output struct {
+	Name string `json:"name"`
+	Expr Expr   `json:"expr"`
+	Loc  *Loc   `json:"loc,omitempty" hash:"-"`
+}
+
+// A Handler represents a handler declaration: the config a task passes to it
+// and the output it returns. Builtin handlers ship with the runtime.
+type Handler struct {
+	Name    string `json:"name"`
+	Builtin bool   `json:"builtin,omitempty"`
+	Config  Type   `json:"config"`
+	Output  Type   `json:"output"`
+	Loc     *Loc   `json:"loc,omitempty" hash:"-"`
+}
+
+// A Type represents a checked type. Elem is set for list and map; Fields
+// only for object, in declaration order.
+type Type struct {
+	Kind   string  `json:"kind"`
+	Elem   *Type   `json:"elem,omitempty"`
+	Fields []Field `json:"fields,omitempty"`
+}
+
+// A Field represents one field of an object type.
+type Field struct {
+	Name     string `json:"name"`
+	Type     Type   `json:"type"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// A Loc represents a source range in a .wf file, so that runtime errors can
+// point back at the source. Lines and columns are 1-based; columns count
+// bytes; the end is exclusive.
+type Loc struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	EndLine int    `json:"end_line"`
+	EndCol  int    `json:"end_col"`
+}
+
+// An Expr represents a CEL expression and, when the compiler checked it,
+// its result type.
+type Expr struct {
+	CEL  string `json:"cel"`
+	Type *Type  `json:"type,omitempty"`
+	Loc  *Loc   `json:"loc,omitempty" hash:"-"`
+}
+
+// A Value represents a configured value: exactly one of a JSON constant, an
+// expression or a string template.
+type Value struct {
+	Const    json.RawMessage `json:"const,omitempty"`
+	Expr     *Expr           `json:"expr,omitempty"`
+	Template []TemplatePart  `json:"template,omitempty"`
+}
+
+// A TemplatePart represents a piece of a string template: exactly one of
+// literal text or an expression whose value is spliced in.
+type TemplatePart struct {
+	Text string `json:"text,omitempty"`
+	Expr *Expr  `json:"expr,omitempty"`
+}
+
+// A Param represents one field of a `with` block, in source order.
+type Param struct {
+	Name  string `json:"name"`
+	Value Value  `json:"value"`
+}
+
+// A Node represents one step of the workflow. Type says which of Handler,
+// Agent, Human and Flow is set; the other options may be combined freely.
+type Node struct {
+	ID         string      `json:"id"`
+	Type       string      `json:"type"`
+	Handler    string      `json:"handler,omitempty"` // task only
+	With       []Param     `json:"with,omitempty"`
+	OutputType *Type       `json:"output_type,omitempty"`
+	Join       string      `json:"join"`           // JoinAll or JoinAny
+	When       *Expr       `json:"when,omitempty"` // false => the node is skipped
+	ForEach    *ForEach    `json:"for_each,omitempty"`
+	Retry      *Retry      `json:"retry,omitempty"`
+	TimeoutMS  int64       `json:"timeout_ms,omitempty"`
+	Branch     *Branch     `json:"branch,omitempty"`
+	Loop       *Loop       `json:"loop,omitempty"`
+	OnError    []string    `json:"on_error,omitempty"`
+	Compensate *Compensate `json:"compensate,omitempty"`
+	Agent      *Agent      `json:"agent,omitempty"`
+	Human      *Human      `json:"human,omitempty"`
+	Flow       *Flow       `json:"flow,omitempty"`
+	Loc        *Loc        `json:"loc,omitempty" hash:"-"`
+
+	// Derived by Analyze.
+	Dependencies []string  `json:"dependencies" hash:"-"` // sources of incoming forward edges, in Order
+	Dependents   []string  `json:"dependents" hash:"-"`   // targets of outgoing forward edges, in Order
+	JoinInfo     *JoinInfo `json:"join_info,omitempty" hash:"-"`
+	MaySkip      bool      `json:"may_skip,omitempty" hash:"-"`
+	Entry        bool      `json:"entry,omitempty" hash:"-"`
+	Terminal     bool      `json:"terminal,omitempty" hash:"-"`
+	LoopBody     []string  `json:"loop_body,omitempty" hash:"-"` // back_to .. this node, in Order
+}
+
+// A ForEach represents running a node once per item of a list.
+type ForEach struct {
+	Var      string `json:"var"`
+	Items    Expr   `json:"items"`
+	Parallel int    `json:"parallel,omitempty"` // 0 = unlimited
+}
+
+// A Retry represents a node's retry policy.
+type Retry struct {
+	Attempts   int    `json:"attempts"` // total attempts, including the first
+	Backoff    string `json:"backoff"`
+	DelayMS    int64  `json:"delay_ms,omitempty"`
+	MaxDelayMS int64  `json:"max_delay_ms,omitempty"`
+}
+
+// A Branch represents conditional routing on a node's output. The runtime
+// sends real tokens along the branch edges of the first rule that matches
+// (or along the default edges) and skip tokens along the others.
+type Branch struct {
+	Rules   []Rule   `json:"rules"`
+	Default []string `json:"default,omitempty"`
+}
+
+// A Rule represents one `when cond => targets` line of a branch.
+type Rule struct {
+	When    Expr     `json:"when"`
+	Targets []string `json:"targets"`
+}
+
+// A Loop represents re-running the region from BackTo to the loop node while
+// While holds, at most Max times; when the limit is hit the Exhausted
+// targets run instead of the plain dependents.
+type Loop struct {
+	While     Expr     `json:"while"`
+	Max       int      `json:"max"`
+	BackTo    string   `json:"back_to"`
+	Exhausted []string `json:"exhausted,omitempty"`
+}
+
+// A Compensate represents the handler run to undo a completed node when the
+// run later fails (saga).
+type Compensate struct {
+	Handler string  `json:"handler"`
+	With    []Param `json:"with,omitempty"`
+}
+
+// An Agent represents a model call. With Routes, the model must pick among
+// them; anything else takes Default.
+type Agent struct {
+	Model       string   `json:"model"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	Prompt      Value    `json:"prompt"`
+	Routes      []string `json:"routes,omitempty"`
+	Default     []string `json:"default,omitempty"`
+}
+
+// A Human represents an approval step.
+type Human struct {
+	Approvers []string `json:"approvers,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	OnTimeout string   `json:"on_timeout,omitempty"` // TimeoutApprove, TimeoutReject or TimeoutFail; empty means fail
+	OnReject  []string `json:"on_reject,omitempty"`
+}
+
+// A Flow represents running a child workflow.
+type Flow struct {
+	Uses string  `json:"uses"`
+	With []Param `json:"with,omitempty"`
+}
+
+// A JoinInfo represents how a node with more than one incoming forward edge
+// joins its tokens. Expect counts edges, not distinct sources: an arrival is
+// identified by its (from, kind) pair.
+type JoinInfo struct {
+	Mode        string    `json:"mode"`
+	Expect      int       `json:"expect"`
+	Incoming    []EdgeRef `json:"incoming"`
+	Conditional int       `json:"conditional"` // how many incoming edges may deliver a skip token
+}
+
+// An EdgeRef represents one incoming edge of a join.
+type EdgeRef struct {
+	From        string `json:"from"`
+	Kind        string `json:"kind"`
+	Conditional bool   `json:"conditional,omitempty"`
+}
+
+// An Edge represents one edge of the graph.
+type Edge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Kind string `json:"kind"`
+}
+
+// Forward reports whether edges of the given kind point forward, that is,
+// belong to the DAG that orders the nodes. Only loop edges point backward.
+func Forward(kind string) bool { return kind != EdgeLoop }
+
+// Node returns the first node with the given id, or nil.
+// It scans the nodes; callers doing many lookups should use Index.
+func (w *Workflow) Node(id string) *Node {
+	if w == nil {
+		return nil
+	}
+	for i := range w.Nodes {
+		if w.Nodes[i].ID == id {
+			return &w.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// Index maps each node id to its index in w.Nodes. If ids repeat (which
+// Validate reports), the first wins.
+func Index(w *Workflow) map[string]int {
+	if w == nil {
+		return map[string]int{}
+	}
+	m := make(map[string]int, len(w.Nodes))
+	for i := range w.Nodes {
+		if _, dup := m[w.Nodes[i].ID]; !dup {
+			m[w.Nodes[i].ID] = i
+		}
+	}
+	return m
+}

@@ -1,0 +1,88 @@
+package ir
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// largeWorkflow is a chain of n nodes with a side node every third node
+// and a loop every tenth.
+func largeWorkflow(n int) *Workflow {
+	w := wf("large", nil, nil)
+	for i := range n {
+		id := fmt.Sprintf("n%d", i)
+		node := task(id)
+		if i > 0 {
+			w.Edges = append(w.Edges, after(fmt.Sprintf("n%d", i-1), id))
+		}
+		if i%3 == 2 {
+			w.Edges = append(w.Edges, after(fmt.Sprintf("n%d", i-2), id))
+		}
+		if i%10 == 9 {
+			back := fmt.Sprintf("n%d", i-5)
+			node.Loop = &Loop{While: cel("output.again"), Max: 2, BackTo: back}
+			w.Edges = append(w.Edges, edge(id, back, EdgeLoop))
+		}
+		w.Nodes = append(w.Nodes, node)
+	}
+	return w
+}
+
+// A loop at the end of a long chain back to its start: loop bodies are
+// quadratic in size here, but Validate stays fast.
+func TestLargeLoops(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("large")
+	}
+	w := wf("loops", nil, nil)
+	const n = MaxNodes
+	for i := range n {
+		id := fmt.Sprintf("n%d", i)
+		node := task(id)
+		if i > 0 {
+			node.Loop = &Loop{While: cel("false"), Max: 2, BackTo: "n0"}
+			w.Edges = append(w.Edges, after(fmt.Sprintf("n%d", i-1), id), edge(id, "n0", EdgeLoop))
+		}
+		w.Nodes = append(w.Nodes, node)
+	}
+	start := time.Now()
+	if ps := Validate(w); len(ps) > 0 {
+		t.Fatal(Problems(ps))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Validate took %v", d)
+	}
+}
+
+func TestLarge(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("large")
+	}
+	w := largeWorkflow(MaxNodes)
+	step := func(name string, f func() error) {
+		t.Helper()
+		start := time.Now()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: %v", name, time.Since(start))
+	}
+	step("Analyze", func() error { return Analyze(w) })
+	step("Validate", func() error {
+		if ps := Validate(w); len(ps) > 0 {
+			return Problems(ps)
+		}
+		return nil
+	})
+	var b, y []byte
+	step("Marshal", func() (err error) { b, err = Marshal(w); return err })
+	t.Logf("%d bytes", len(b))
+	step("Decode", func() error { _, err := Decode(b); return err })
+	step("MarshalYAML", func() (err error) { y, err = MarshalYAML(w); return err })
+	step("DecodeYAML", func() error { _, err := DecodeYAML(y); return err })
+	step("Hash", func() error { _, err := Hash(w); return err })
+	if got, want := w.Nodes[19].LoopBody, ids("n14 n15 n16 n17 n18 n19"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("loop body of n19 = %v, want %v", got, want)
+	}
+}

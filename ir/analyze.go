@@ -52,7 +52,7 @@ func Analyze(w *Workflow) error {
 		node.Dependents = g.ids(g.neighbours(g.out[i], false))
 		node.MaySkip = maySkip[i]
 		node.Entry = len(g.in[i]) == 0
-		node.Terminal = len(g.out[i]) == 0
+		node.Terminal = endsPath(node, g.outKinds(i))
 		node.JoinInfo = nil
 		if len(g.in[i]) > 1 {
 			node.JoinInfo = g.joinInfo(i, maySkip)
@@ -69,6 +69,32 @@ func Analyze(w *Workflow) error {
 		}
 	}
 	return nil
+}
+
+// outKinds returns the kinds of node i's outgoing forward edges.
+func (g *graph) outKinds(i int) map[string]bool {
+	k := make(map[string]bool, 2)
+	for _, ei := range g.out[i] {
+		k[g.w.Edges[ei].Kind] = true
+	}
+	return k
+}
+
+// endsPath reports whether some outcome of a node sends no real token on
+// any forward edge, so the run may end with it: it has no outgoing forward
+// edge; or its success path is empty — no `after` dependents (only error,
+// reject or exhausted paths), or a branch without a default (no rule may
+// match). An agent with routes always picks one of them or its default.
+func endsPath(n *Node, kinds map[string]bool) bool {
+	switch {
+	case len(kinds) == 0:
+		return true
+	case n.Branch != nil:
+		return !kinds[EdgeDefault]
+	case n.Agent != nil && (kinds[EdgeRoute] || kinds[EdgeDefault]):
+		return false
+	}
+	return !kinds[EdgeAfter]
 }
 
 // Ancestors returns the ids from which a path of forward edges leads to id.

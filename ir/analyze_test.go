@@ -143,13 +143,13 @@ func TestAnalyze(t *testing.T) {
 		leadQualification(),
 		graphFacts{
 			ids("enrich"),
-			ids("standard_sales manual_review nurture_campaign"),
+			ids("enterprise_sales standard_sales manual_review nurture_campaign"),
 			ids("enrich score qualify enterprise_sales standard_sales manual_review nurture_campaign"),
 			map[string]facts{
 				"enrich":           {Dependents: ids("score"), Entry: true},
 				"score":            {Deps: ids("enrich"), Dependents: ids("qualify nurture_campaign")},
 				"qualify":          {Deps: ids("score"), Dependents: ids("enterprise_sales standard_sales manual_review"), MaySkip: true},
-				"enterprise_sales": {Deps: ids("qualify"), Dependents: ids("manual_review"), MaySkip: true},
+				"enterprise_sales": {Deps: ids("qualify"), Dependents: ids("manual_review"), MaySkip: true, Terminal: true},
 				"standard_sales":   {Deps: ids("qualify"), Terminal: true, MaySkip: true},
 				"manual_review": {Deps: ids("qualify enterprise_sales"), Terminal: true, MaySkip: true, Join: &JoinInfo{
 					Mode: JoinAll, Expect: 2, Conditional: 2,
@@ -331,5 +331,45 @@ func TestHelpers(t *testing.T) {
 		if diff := cmp.Diff(set(tt.want), Ancestors(tt.w, tt.id)); diff != "" {
 			t.Errorf("Ancestors(%s) (-want +got):\n%s", tt.id, diff)
 		}
+	}
+}
+
+// TestTerminalEndsPath: a node is terminal when some outcome sends no real
+// token forward.
+func TestTerminalEndsPath(t *testing.T) {
+	task := func(id string) Node { return Node{ID: id, Type: NodeTask, Handler: "noop", Join: JoinAll} }
+	cases := []struct {
+		name string
+		n    Node
+		out  []Edge
+		want bool
+	}{
+		{"no out edges", task("a"), nil, true},
+		{"after dependent", task("a"), []Edge{{"a", "x", EdgeAfter}}, false},
+		{"only on_error", func() Node { n := task("a"); n.OnError = []string{"x"}; return n }(), []Edge{{"a", "x", EdgeError}}, true},
+		{"on_error and after", func() Node { n := task("a"); n.OnError = []string{"y"}; return n }(), []Edge{{"a", "x", EdgeAfter}, {"a", "y", EdgeError}}, false},
+		{"branch without else", func() Node {
+			n := task("a")
+			n.Branch = &Branch{Rules: []Rule{{When: Expr{CEL: "true"}, Targets: []string{"x"}}}}
+			return n
+		}(), []Edge{{"a", "x", EdgeBranch}}, true},
+		{"branch with else", func() Node {
+			n := task("a")
+			n.Branch = &Branch{Rules: []Rule{{When: Expr{CEL: "true"}, Targets: []string{"x"}}}, Default: []string{"y"}}
+			return n
+		}(), []Edge{{"a", "x", EdgeBranch}, {"a", "y", EdgeDefault}}, false},
+		{"agent with routes", Node{ID: "a", Type: NodeAgent, Join: JoinAll, Agent: &Agent{Model: "m", Routes: []string{"x"}}}, []Edge{{"a", "x", EdgeRoute}}, false},
+		{"human approve path empty", Node{ID: "a", Type: NodeHuman, Join: JoinAll, Human: &Human{OnReject: []string{"x"}}}, []Edge{{"a", "x", EdgeReject}}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := &Workflow{IRVersion: Version, Name: "w", Nodes: []Node{c.n, task("x"), task("y")}, Edges: c.out}
+			if err := Analyze(w); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.Nodes[0].Terminal; got != c.want {
+				t.Errorf("terminal = %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -106,8 +106,8 @@ func (v *validator) inputs() {
 		if in.Default != nil {
 			v.json(p+"/default", in.Default)
 		}
-		if in.Required != (in.Default == nil) {
-			v.addf(p+"/required", "required must be true exactly when there is no default")
+		if in.Required && in.Default != nil {
+			v.addf(p+"/required", "an input with a default cannot be required")
 		}
 		v.loc(p+"/loc", in.Loc)
 	}

@@ -71,7 +71,7 @@ func TestValidateProblems(t *testing.T) {
 			t.Elem = t
 			w.Inputs[0].Type = *t
 		}, "/inputs/0/type" + strings.Repeat("/elem", MaxTypeDepth), "nested more than 64"},
-		{"required with default", lead, func(w *Workflow) { w.Inputs[0].Default = json.RawMessage(`"x"`) }, "/inputs/0/required", "exactly when there is no default"},
+		{"required with default", lead, func(w *Workflow) { w.Inputs[0].Default = json.RawMessage(`"x"`) }, "/inputs/0/required", "cannot be required"},
 		{"bad default", lead, func(w *Workflow) {
 			w.Inputs[0].Default, w.Inputs[0].Required = json.RawMessage(`{`), false
 		}, "/inputs/0/default", "invalid JSON value"},

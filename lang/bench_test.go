@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wfc-lang/wfc/lang/internal/gen"
+	"github.com/wfc-lang/wfc/lang/gen"
 )
 
 // BenchmarkParse parses generated workflows of 100, 1,000 and 10,000 nodes

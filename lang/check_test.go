@@ -174,3 +174,23 @@ func diagStrings(diags diag.List) []string {
 	}
 	return out
 }
+
+// slowDump is dump without the fast path: participle alone.
+func slowDump(src string) string {
+	f, d := parseFile(source.NewFile("t.wf", []byte(src)), false)
+	var b strings.Builder
+	for _, s := range diagStrings(d) {
+		b.WriteString("diag " + s + "\n")
+	}
+	b.WriteString(ast.DebugString(f))
+	return b.String()
+}
+
+// fastDisagrees compares the parse of src with and without the fast path.
+func fastDisagrees(src string) string {
+	fast, slow := dump(src), slowDump(src)
+	if fast == slow {
+		return ""
+	}
+	return fmt.Sprintf("fast path and participle disagree on %q\n--- fast\n%s--- participle\n%s", src, fast, slow)
+}

@@ -27,12 +27,23 @@ var binaryOps = map[string]bool{
 }
 
 type skimmer struct {
-	lex   *lexer.PeekingLexer
+	lex   tokenStream
 	end   int
 	depth int
 }
 
+// tokenStream is what the skimmer reads: participle's PeekingLexer, or the
+// fast parser's cursor.
+type tokenStream interface {
+	Peek() *lexer.Token
+	Next() *lexer.Token
+}
+
 func (e *gExpr) Parse(lex *lexer.PeekingLexer) error {
+	return e.parse(lex)
+}
+
+func (e *gExpr) parse(lex tokenStream) error {
 	t := lex.Peek()
 	if !startsOperand(t) {
 		// Every expression in the grammar follows a fixed token, so a

@@ -37,7 +37,9 @@ func fuzzSeeds(f *testing.F) {
 
 // FuzzParse: the parser never panics or hangs, every diagnostic and every
 // node range lies inside the file (Start <= End, children inside parents),
-// line:col agree with offsets, and messages name no grammar internals.
+// node ranges start and end at tokens, line:col agree with offsets,
+// messages name no grammar internals, and the fast path gives exactly what
+// participle alone gives.
 //
 //	go test ./lang -run '^$' -fuzz FuzzParse -fuzztime 3m
 func FuzzParse(f *testing.F) {
@@ -58,6 +60,10 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, p := range treeProblems(src, file, diags, true) {
 			t.Error(p)
+		}
+		// The fast path never changes the result.
+		if msg := fastDisagrees(src); msg != "" {
+			t.Error(msg)
 		}
 	})
 }

@@ -28,7 +28,7 @@ const (
 
 // Limits enforced while lexing; see docs/language.md "Limits".
 const (
-	MaxFileSize = 1 << 20 // bytes
+	MaxFileSize = 4 << 20 // bytes: room for the 10,000-node limit at ~400 bytes a node
 	MaxDepth    = 64      // nesting of brackets and blocks
 )
 

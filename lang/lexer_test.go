@@ -175,7 +175,7 @@ func TestFileSizeLimit(t *testing.T) {
 	if d.Span.Start.Offset != MaxFileSize || d.Span.Start.Line != 4 || d.Span.Start.Col != MaxFileSize-len(body)+1 {
 		t.Errorf("position = %+v", d.Span.Start)
 	}
-	if !strings.Contains(d.Message, "1048577 bytes") || !strings.Contains(d.Message, "1048576") {
+	if want := fmt.Sprintf("file is %d bytes; the limit is %d bytes (%d MiB)", MaxFileSize+1, MaxFileSize, MaxFileSize>>20); d.Message != want {
 		t.Errorf("message = %q", d.Message)
 	}
 }

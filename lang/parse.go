@@ -20,12 +20,18 @@ import (
 // in one node or item does not hide the rest of the file: the parser
 // re-parses the workflow item by item, and a broken node item by item.
 func ParseFile(f *source.File) (*ast.File, diag.List) {
+	return parseFile(f, true)
+}
+
+// parseFile is ParseFile; with fast false it never takes the fast path (for
+// the tests that compare the two).
+func parseFile(f *source.File, fast bool) (*ast.File, diag.List) {
 	rp := &diag.Reporter{File: f}
 	file := &ast.File{Name: f.Name, Range: source.Range{Start: 0, End: len(f.Src)}}
 	if len(f.Src) > MaxFileSize {
 		// Point at the first byte past the limit.
 		rp.Add(diag.FileTooLarge, source.Range{Start: MaxFileSize, End: MaxFileSize + 1},
-			fmt.Sprintf("file is %d bytes; the limit is %d bytes (1 MiB)", len(f.Src), MaxFileSize))
+			fmt.Sprintf("file is %d bytes; the limit is %d bytes (%d MiB)", len(f.Src), MaxFileSize, MaxFileSize>>20))
 		return file, rp.Diags.Sorted()
 	}
 	sc := scan(f, rp)
@@ -36,7 +42,16 @@ func ParseFile(f *source.File) (*ast.File, diag.List) {
 	}
 	toks := sc.toks
 	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments, toks: toks}
-	g, err := fileParser.ParseFromLexer(peeking(toks))
+	var g *gFile
+	var err error
+	ok := false
+	if fast {
+		fp := &fastParser{toks: toks}
+		g, ok = fp.file()
+	}
+	if !ok {
+		g, err = fileParser.ParseFromLexer(peeking(toks))
+	}
 	if err == nil {
 		for _, t := range g.Items {
 			file.Items = append(file.Items, p.top(t))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/wfc-lang/wfc/lang"
 	"github.com/wfc-lang/wfc/lang/ast"
-	"github.com/wfc-lang/wfc/lang/internal/gen"
+	"github.com/wfc-lang/wfc/lang/gen"
 )
 
 func TestWorkflowParses(t *testing.T) {

@@ -1,0 +1,65 @@
+// Command wfc compiles and checks .wf workflows.
+//
+// Usage:
+//
+//	wfc <command> [flags] [arguments]
+//
+// The commands are:
+//
+//	build    compile a workflow to IR (JSON or YAML)
+//	check    report the diagnostics of workflows
+//	version  print the wfc, Go and IR versions
+//	help     show help for a command
+//
+// Every command takes -h or --help, as does `wfc help COMMAND`. Flags may
+// be written -name or --name, before or after the file arguments; `--` ends
+// the flags. A file argument of - reads standard input, which diagnostics
+// call <stdin>.
+//
+// # Build
+//
+//	wfc build [-o OUT] [--format json|yaml] [--goal NODE]... [--no-optimize]
+//	          [--dump-after PASS] [--json] FILE.wf
+//
+// Build compiles FILE.wf and writes its IR to standard output or OUT (which
+// is replaced atomically, and only when the build succeeds). Imports and
+// child flows are read relative to FILE.wf. Diagnostics go to standard
+// error, as text or, with --json, as one JSON document. --goal keeps only the
+// named nodes and what they depend on, and lists the inputs they read.
+// --dump-after stops after a compiler pass (compiler.Passes lists them) and
+// writes what exists by then.
+//
+// # Check
+//
+//	wfc check [--json] [-v] FILE.wf...
+//
+// Check compiles every file without optimising it and prints all
+// diagnostics, sorted, to standard error:
+//
+//	flow.wf:3:20: error[WF1001]: unknown node `enrch`
+//	 3 |   task score after enrch { run "noop" }
+//	   |                    ^~~~~
+//	  = hint: did you mean `enrich`?
+//
+// It prints nothing when there are none, unless -v is given. With --json it
+// writes one document to standard output instead:
+//
+//	{"files": [{"file": "flow.wf", "diagnostics": [...]}], "errors": 1, "warnings": 0}
+//
+// # Exit codes
+//
+//	0  success (warnings allowed)
+//	1  the input has errors, or a file cannot be read or written
+//	2  bad command line: unknown command or flag, missing argument, bad value
+//	3  internal error: a bug in wfc (a crash, or diagnostic WF9001);
+//	   WFC_TRACEBACK=1 prints the stack of a crash
+//
+// # Adding a command
+//
+// A command is a function func(ctx context.Context, env *Env, args []string) int
+// plus one line in the commands table (cli.go). It parses its flags with
+// newFlags, which gives it --help, usage errors and flags after arguments,
+// and touches the world only through env. main wires env to the process and
+// cancels ctx on SIGINT and SIGTERM. The logic belongs in the packages
+// (compiler, ir, lang, ...); commands are glue.
+package main

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/lang/source"
+)
+
+// A report is the --json document of build and check:
+//
+//	{"files": [{"file": ..., "diagnostics": [...]}], "errors": N, "warnings": N}
+//
+// A file that could not be read has "error" instead of diagnostics and
+// counts as one error. Fields are only ever added.
+type report struct {
+	Files    []fileReport `json:"files"`
+	Errors   int          `json:"errors"`
+	Warnings int          `json:"warnings"`
+	// RequiredInputs is set by `build --goal`.
+	RequiredInputs []requiredInput `json:"required_inputs,omitzero"`
+}
+
+// A fileReport holds the diagnostics of one file named on the command line
+// (and of the files it imports).
+type fileReport struct {
+	File        string    `json:"file"`
+	Error       string    `json:"error,omitempty"`
+	Diagnostics diag.List `json:"diagnostics"`
+}
+
+// A requiredInput is a workflow input that the --goal nodes read.
+type requiredInput struct {
+	Name     string          `json:"name"`
+	Type     string          `json:"type"`
+	Required bool            `json:"required"`
+	Default  json.RawMessage `json:"default,omitempty"`
+}
+
+func (r *report) addFile(name string, diags diag.List) {
+	if diags == nil {
+		diags = diag.List{}
+	}
+	r.Files = append(r.Files, fileReport{File: name, Diagnostics: diags})
+	r.Errors += diags.Count(diag.Error)
+	r.Warnings += diags.Count(diag.Warning)
+}
+
+func (r *report) addReadError(name string, err error) {
+	r.Files = append(r.Files, fileReport{File: name, Error: err.Error(), Diagnostics: diag.List{}})
+	r.Errors++
+}
+
+func (r *report) write(w io.Writer) error {
+	if r.Files == nil {
+		r.Files = []fileReport{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// exitFor returns the exit code for diagnostics: 1 with errors, 3 when one
+// of them is the compiler's internal error (WF9001, a bug in wfc), else 0.
+func exitFor(diags diag.List) int {
+	code := exitOK
+	for _, d := range diags {
+		switch {
+		case d.Code == diag.Internal:
+			return exitInternal
+		case d.Severity == diag.Error:
+			code = exitFailed
+		}
+	}
+	return code
+}
+
+// writeSummary writes "2 errors, 1 warning" when there are errors.
+func writeSummary(w io.Writer, errors, warnings int, suffix string) {
+	if errors == 0 {
+		return
+	}
+	s := plural(errors, "error")
+	if warnings > 0 {
+		s += ", " + plural(warnings, "warning")
+	}
+	fmt.Fprintf(w, "%s%s\n", s, suffix)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// goalInputs describes the inputs named in required (Result.RequiredInputs)
+// using the workflow's declarations, in declaration order.
+func goalInputs(w *ir.Workflow, required []string) []requiredInput {
+	need := map[string]bool{}
+	for _, name := range required {
+		need[name] = true
+	}
+	out := make([]requiredInput, 0, len(required))
+	for _, decl := range w.Inputs {
+		if need[decl.Name] {
+			out = append(out, requiredInput{Name: decl.Name, Type: typeString(&decl.Type), Required: decl.Required, Default: decl.Default})
+			delete(need, decl.Name)
+		}
+	}
+	for _, name := range required { // not declared: cannot happen in valid IR
+		if need[name] {
+			out = append(out, requiredInput{Name: name, Type: "unknown", Required: true})
+		}
+	}
+	return out
+}
+
+// writeGoalInputs writes the inputs that the goals need, as a table:
+//
+//	inputs needed by --goal score:
+//	  lead_id  string  required
+//	  region   string  optional (default "eu")
+func writeGoalInputs(w io.Writer, goals []string, ins []requiredInput) {
+	var b strings.Builder
+	what := "--goal " + strings.Join(goals, ", ")
+	if len(ins) == 0 {
+		fmt.Fprintf(&b, "%s needs no inputs\n", what)
+		io.WriteString(w, b.String())
+		return
+	}
+	fmt.Fprintf(&b, "inputs needed by %s:\n", what)
+	nameW, typeW := 0, 0
+	for _, in := range ins {
+		nameW, typeW = max(nameW, len(in.Name)), max(typeW, len(in.Type))
+	}
+	for _, in := range ins {
+		status := "required"
+		if !in.Required {
+			status = "optional"
+			if len(in.Default) > 0 {
+				status += " (default " + string(in.Default) + ")"
+			}
+		}
+		fmt.Fprintf(&b, "  %-*s  %-*s  %s\n", nameW, in.Name, typeW, in.Type, status)
+	}
+	io.WriteString(w, b.String())
+}
+
+// typeString spells an IR type the way .wf source does.
+func typeString(t *ir.Type) string {
+	if t == nil {
+		return "unknown"
+	}
+	switch t.Kind {
+	case ir.KindList, ir.KindMap:
+		return t.Kind + "<" + typeString(t.Elem) + ">"
+	case ir.KindObject:
+		if len(t.Fields) == 0 {
+			return "object"
+		}
+		var b strings.Builder
+		b.WriteString("{ ")
+		for i, f := range t.Fields {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(f.Name)
+			if f.Optional {
+				b.WriteString("?")
+			}
+			b.WriteString(": ")
+			b.WriteString(typeString(&f.Type))
+		}
+		b.WriteString(" }")
+		return b.String()
+	}
+	return t.Kind
+}
+
+// mergeFiles adds the sources in from to into, for rendering excerpts.
+func mergeFiles(into, from map[string]*source.File) {
+	for k, v := range from {
+		if _, ok := into[k]; !ok {
+			into[k] = v
+		}
+	}
+}

@@ -18,6 +18,19 @@ import (
 type provider struct {
 	*types.Registry
 	objs map[string]*objDef
+	// alias maps a stand-in type name to a real one. Per-node names
+	// (`output`, a for_each variable) are declared once with a stand-in
+	// object type that is pointed at the current node's type before its
+	// expressions are checked: one environment serves every node, instead of
+	// one extended environment per node (which costs O(nodes) each).
+	alias map[string]string
+}
+
+func (p *provider) resolve(name string) string {
+	if a, ok := p.alias[name]; ok {
+		return a
+	}
+	return name
 }
 
 type objDef struct {
@@ -28,25 +41,25 @@ type objDef struct {
 
 func newProvider() *provider {
 	r, _ := types.NewRegistry() // no proto types: cannot fail
-	return &provider{Registry: r, objs: map[string]*objDef{}}
+	return &provider{Registry: r, objs: map[string]*objDef{}, alias: map[string]string{}}
 }
 
 func (p *provider) FindStructType(name string) (*types.Type, bool) {
-	if _, ok := p.objs[name]; ok {
+	if _, ok := p.objs[p.resolve(name)]; ok {
 		return types.NewTypeTypeWithParam(types.NewObjectType(name)), true
 	}
 	return p.Registry.FindStructType(name)
 }
 
 func (p *provider) FindStructFieldNames(name string) ([]string, bool) {
-	if o, ok := p.objs[name]; ok {
+	if o, ok := p.objs[p.resolve(name)]; ok {
 		return o.names, true
 	}
 	return p.Registry.FindStructFieldNames(name)
 }
 
 func (p *provider) FindStructFieldType(name, field string) (*types.FieldType, bool) {
-	if o, ok := p.objs[name]; ok {
+	if o, ok := p.objs[p.resolve(name)]; ok {
 		t, ok := o.fields[field]
 		if !ok {
 			return nil, false
@@ -127,7 +140,7 @@ func (p *provider) irType(t *types.Type) *ir.Type {
 			return &ir.Type{Kind: ir.KindMap, Elem: p.irType(ps[1])}
 		}
 	case types.StructKind:
-		if o, ok := p.objs[t.TypeName()]; ok && o.ir != nil {
+		if o, ok := p.objs[p.resolve(t.TypeName())]; ok && o.ir != nil {
 			c := *o.ir
 			return &c
 		}

@@ -31,6 +31,7 @@ type Config struct {
 
 	depth int      // import / flow nesting
 	stack []string // files being imported, for cycle messages
+	flows []string // files of the enclosing workflows of flow nodes, likewise
 }
 
 // Default limits, documented in docs/language.md.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/lang/source"
 )
 
 // inputDefaults evaluates input defaults, which must be constants of the
@@ -35,6 +38,10 @@ func (s *state) inputDefaults() {
 		a, iss := env.Compile(e.Text)
 		if iss != nil && iss.Err() != nil {
 			ce := iss.Errors()[0]
+			if q := quoted.FindStringSubmatch(ce.Message); q != nil && strings.HasPrefix(ce.Message, "undeclared reference") {
+				s.errorf(diag.DefaultType, e.Range, "an input default must be a constant; it cannot refer to `%s`", q[1])
+				continue
+			}
 			s.errorf(diag.DefaultType, e.Range, "input default must be a constant expression: %s", cleanCELMessage(ce.Message))
 			continue
 		}
@@ -57,9 +64,101 @@ func (s *state) inputDefaults() {
 			s.errorf(diag.DefaultType, e.Range, "default is not representable as JSON: %v", err)
 			continue
 		}
+		// The type check lets maps stand for objects and strings for
+		// durations; a constant can be checked completely now.
+		if msg := constFits(in.Type, j, ""); msg != "" {
+			s.errorf(diag.DefaultType, e.Range, "default of `%s` does not fit %s: %s", in.Name, irTypeName(in.Type), msg)
+			continue
+		}
 		b, _ := json.Marshal(j)
 		s.defaults[in.Name] = b
 	}
+}
+
+// constFits checks a constant JSON value (from toJSON) against t; it
+// returns why it does not fit, or "". path names the part being checked.
+func constFits(t *ir.Type, v any, path string) string {
+	at := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		return " at " + p
+	}
+	switch t.Kind {
+	case ir.KindDuration:
+		if str, ok := v.(string); ok {
+			if _, err := time.ParseDuration(str); err != nil {
+				return fmt.Sprintf("%q is not a duration%s", str, at(path))
+			}
+		}
+	case ir.KindList:
+		if l, ok := v.([]any); ok {
+			for i, x := range l {
+				if msg := constFits(t.Elem, x, fmt.Sprintf("%s[%d]", path, i)); msg != "" {
+					return msg
+				}
+			}
+		}
+	case ir.KindMap:
+		if m, ok := v.(map[string]any); ok {
+			for _, k := range sortedKeys(m) {
+				if msg := constFits(t.Elem, m[k], fmt.Sprintf("%s[%q]", path, k)); msg != "" {
+					return msg
+				}
+			}
+		}
+	case ir.KindObject:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		for _, f := range t.Fields {
+			x, ok := m[f.Name]
+			if !ok {
+				if !f.Optional {
+					return fmt.Sprintf("field `%s` is missing%s", f.Name, at(path))
+				}
+				continue
+			}
+			if msg := constFits(&f.Type, x, path+"."+f.Name); msg != "" {
+				return msg
+			}
+		}
+	case ir.KindString, ir.KindBool, ir.KindInt, ir.KindNumber:
+		ok := false
+		switch v.(type) {
+		case string:
+			ok = t.Kind == ir.KindString
+		case bool:
+			ok = t.Kind == ir.KindBool
+		case int64, uint64:
+			ok = t.Kind == ir.KindInt || t.Kind == ir.KindNumber
+		case float64:
+			ok = t.Kind == ir.KindNumber
+		}
+		if !ok && path != "" { // top-level scalars were type-checked already
+			found := map[bool]string{true: "null", false: "a list or object"}[v == nil]
+			switch v.(type) {
+			case string:
+				found = "string"
+			case bool:
+				found = "bool"
+			case int64, uint64, float64:
+				found = "number"
+			}
+			return fmt.Sprintf("%s must be %s, found %s", strings.TrimPrefix(path, "."), t.Kind, found)
+		}
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // toJSON converts a CEL value to a JSON-compatible Go value. Durations
@@ -127,9 +226,15 @@ func (s *state) dataflow() {
 		for _, r := range er.reads {
 			x := s.nodes[r.node]
 			if er.owner == nil {
-				if s.maySkip[x.idx] && !r.guarded {
+				if r.guarded {
+					continue
+				}
+				if s.maySkip[x.idx] {
 					s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped; guard the read with has(%s.output)", x.id, x.id).
-						WithHint(fmt.Sprintf("has(%s.output) ? %s : <fallback>", x.id, s.file.Text(r.rng)))
+						WithHint(s.guardHint(x, r))
+				} else if len(x.onError) > 0 {
+					s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) and then has no output; guard the read with has(%s.output)", x.id, x.id).
+						WithHint(s.guardHint(x, r))
 				}
 				continue
 			}
@@ -140,8 +245,12 @@ func (s *state) dataflow() {
 				continue
 			}
 			if !s.anc[n.idx].has(x.idx) {
-				s.errorf(diag.NotAncestor, r.rng, "%s reads %s.output, but %s is not guaranteed to have finished", n.id, x.id, x.id).
-					WithHint(fmt.Sprintf("add `after %s` to %s", x.id, n.id))
+				d := s.errorf(diag.NotAncestor, r.rng, "%s reads %s.output, but %s is not guaranteed to have finished", n.id, x.id, x.id)
+				if s.anc[x.idx].has(n.idx) {
+					d.WithHint(fmt.Sprintf("%s runs after %s, so its output does not exist yet; read it in a node after %s", x.id, n.id, x.id))
+				} else {
+					d.WithHint(fmt.Sprintf("add `after %s` to %s", x.id, n.id))
+				}
 				continue
 			}
 			if r.guarded {
@@ -155,7 +264,11 @@ func (s *state) dataflow() {
 				continue
 			}
 			if s.maySkip[x.idx] {
-				s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id)
+				s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
+					WithHint(s.guardHint(x, r))
+			} else if len(x.onError) > 0 {
+				s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
+					WithHint(s.guardHint(x, r))
 			} else if n.join == ir.JoinAny {
 				s.errorf(diag.MaybeSkipped, r.rng, "%s joins with `any` and may run before %s has finished; guard the read with has(%s.output)", n.id, x.id, x.id)
 			}
@@ -172,6 +285,24 @@ func (s *state) onErrorPath(x, n *node) bool {
 		}
 	}
 	return false
+}
+
+// guardHint shows the read r of x.output guarded with has(): the whole
+// member chain that is read (x.output.a.b), not only x.output.
+func (s *state) guardHint(x *node, r read) string {
+	end := r.rng.End
+	src := s.file.Src
+	for end < len(src) && src[end] == '.' {
+		k := end + 1
+		for k < len(src) && (src[k] == '_' || src[k] >= 'a' && src[k] <= 'z' || src[k] >= 'A' && src[k] <= 'Z' || k > end+1 && src[k] >= '0' && src[k] <= '9') {
+			k++
+		}
+		if k == end+1 {
+			break
+		}
+		end = k
+	}
+	return fmt.Sprintf("has(%s.output) ? %s : <fallback>", x.id, s.file.Text(source.Range{Start: r.rng.Start, End: end}))
 }
 
 // joins reports joins that may never run.

@@ -101,7 +101,20 @@ var workflowItems = []string{"version", "description", "deadline", "max_hops", "
 
 func (s *state) unknownItem(k *ast.Ident, where string, allowed []string) {
 	d := s.errorf(diag.UnknownItem, k.Range, "unknown item `%s` in %s", k.Name, where)
-	s.didYouMean(d, k.Range, k.Name, allowed)
+	// Keywords are few and fixed, so a looser match than for user names
+	// is still safe: `retires` finds `retry`.
+	if sug := suggestWithin(k.Name, allowed, max(2, len(k.Name)/2)); sug != "" {
+		d.WithHint(fmt.Sprintf("did you mean `%s`?", sug))
+		d.WithFix(fmt.Sprintf("Change to `%s`", sug), s.span(k.Range), sug)
+		return
+	}
+	if where == "workflow" && itemKinds[k.Name] != nil {
+		hint := fmt.Sprintf("`%s` is an item of nodes, not of the workflow", k.Name)
+		if k.Name == "timeout" {
+			hint += "; the limit of a whole run is `deadline`"
+		}
+		d.WithHint(hint)
+	}
 }
 
 func (s *state) workflowSetting(it *ast.Setting) {
@@ -370,6 +383,9 @@ func (s *state) declareNode(kind, name *ast.Ident, decl *ast.NodeDecl) {
 		if decl != nil {
 			d := s.errorf(diag.UnknownItem, kind.Range, "unknown node kind `%s`", kind.Name)
 			s.didYouMean(d, kind.Range, kind.Name, []string{"task", "agent", "human", "flow"})
+			if d.Hint == "" {
+				d.WithHint("a node is a task, agent, human or flow")
+			}
 		}
 		return
 	}
@@ -387,6 +403,16 @@ func (s *state) declareNode(kind, name *ast.Ident, decl *ast.NodeDecl) {
 	s.byID[n.id] = n
 	s.info.Order = append(s.info.Order, n.id)
 	s.info.Nodes[n.id] = &NodeInfo{ID: n.id, Kind: n.kind, Decl: decl}
+}
+
+// typeAliases maps type names of other languages (lower-cased) to wf's.
+var typeAliases = map[string]string{
+	"integer": "int", "int64": "int", "long": "int", "uint": "int",
+	"float": "number", "double": "number", "float64": "number", "decimal": "number",
+	"boolean": "bool", "str": "string", "text": "string",
+	"array": "list", "dict": "map", "object": "map", "dyn": "any",
+	"string": "string", "int": "int", "number": "number", "bool": "bool",
+	"duration": "duration", "any": "any", "list": "list", "map": "map",
 }
 
 // typeOf converts a type expression.
@@ -423,7 +449,21 @@ func (s *state) typeDepth(t *ast.Type, depth int) *ir.Type {
 			s.errorf(diag.UnknownType, t.Range, "`%s` takes no type arguments", name)
 		}
 		return &ir.Type{Kind: name}
-	case "list", "map":
+	case "map":
+		// map<T> and map<string, T> are the same type: keys are strings,
+		// as in JSON objects.
+		if len(t.Args) == 2 {
+			if k := t.Args[0]; k.Name == nil || k.Name.Name != "string" || len(k.Args) > 0 {
+				s.errorf(diag.UnknownType, k.Range, "map keys are always strings; write map<T> or map<string, T>")
+			}
+			return &ir.Type{Kind: name, Elem: s.typeDepth(t.Args[1], depth+1)}
+		}
+		a := args(1)
+		if a == nil {
+			return &ir.Type{Kind: name, Elem: &ir.Type{Kind: ir.KindAny}}
+		}
+		return &ir.Type{Kind: name, Elem: a[0]}
+	case "list":
 		a := args(1)
 		if a == nil {
 			return &ir.Type{Kind: name, Elem: &ir.Type{Kind: ir.KindAny}}
@@ -431,7 +471,12 @@ func (s *state) typeDepth(t *ast.Type, depth int) *ir.Type {
 		return &ir.Type{Kind: name, Elem: a[0]}
 	}
 	d := s.errorf(diag.UnknownType, t.Name.Range, "unknown type `%s`", name)
-	s.didYouMean(d, t.Name.Range, name, []string{"string", "int", "number", "bool", "duration", "any", "list", "map"})
+	if alias := typeAliases[strings.ToLower(name)]; alias != "" {
+		d.WithHint(fmt.Sprintf("did you mean `%s`?", alias))
+		d.WithFix(fmt.Sprintf("Change to `%s`", alias), s.span(t.Name.Range), alias)
+	} else {
+		s.didYouMean(d, t.Name.Range, name, []string{"string", "int", "number", "bool", "duration", "any", "list", "map"})
+	}
 	return &ir.Type{Kind: ir.KindAny}
 }
 

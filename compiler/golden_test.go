@@ -211,7 +211,11 @@ func TestEveryCodeHasAGolden(t *testing.T) {
 	}
 	var missing []string
 	for _, c := range diag.Codes() {
-		if !seen[c.Code] && c.Code != diag.Internal && c.Code != diag.FileTooLarge {
+		// NoTerminalPath cannot occur while a terminal is "no outgoing
+		// forward edge": every node of a DAG reaches a sink. Remove this
+		// exception when the definition of terminal (under revision) makes
+		// it reachable, and add a golden case then.
+		if !seen[c.Code] && c.Code != diag.Internal && c.Code != diag.FileTooLarge && c.Code != diag.NoTerminalPath {
 			missing = append(missing, string(c.Code))
 		}
 	}

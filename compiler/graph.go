@@ -87,12 +87,13 @@ func (s *state) graph() {
 					s.errorf(diag.RedundantAfter, a.Range, "`after %s` is implied: %s routes to %s", a.Name, from.id, n.id)
 					continue
 				}
-				what := "branch"
-				if from.branch == nil {
-					what = "routes"
+				if from.branch != nil {
+					s.errorf(diag.AfterBranch, a.Range, "%s is after %s, but %s's branch never routes to %s", n.id, from.id, from.id, n.id).
+						WithHint(fmt.Sprintf("add %s as a target of a rule of %s's branch, or depend on another node", n.id, from.id))
+				} else {
+					s.errorf(diag.AfterBranch, a.Range, "%s is after %s, but %s is not one of %s's routes", n.id, from.id, n.id, from.id).
+						WithHint(fmt.Sprintf("add %s to %s's `routes` or `default`, or depend on another node", n.id, from.id))
 				}
-				s.errorf(diag.AfterBranch, a.Range, "%s is after %s, but %s's %s never routes to it", n.id, from.id, from.id, what).
-					WithHint(fmt.Sprintf("add %s as a target of %s's %s, or depend on another node", n.id, from.id, what))
 				continue
 			}
 			add(from, n, ir.EdgeAfter, a)
@@ -116,7 +117,7 @@ func (s *state) graph() {
 		if len(s.outE[nd.idx]) > limit {
 			s.errorf(diag.TooMany, nd.ident.Range, "%s has %d outgoing edges; the limit is %d", nd.id, len(s.outE[nd.idx]), limit)
 		}
-		if nd.decl != nil && nd.decl.Join != nil && len(s.inE[nd.idx]) < 2 {
+		if nd.decl != nil && nd.decl.Join != nil && nd.decl.Join.Name == nd.join && len(s.inE[nd.idx]) < 2 { // a bad mode was reported
 			s.errorf(diag.JoinSingle, nd.decl.Join.Range, "`join %s` has no effect: %s has %d incoming edge(s)", nd.join, nd.id, len(s.inE[nd.idx]))
 		}
 	}

@@ -71,12 +71,12 @@ func (s *state) nodeItems(n *node) {
 			continue
 		}
 		if !contains(kinds, n.kind) {
-			s.errorf(diag.UnknownItem, k.Range, "`%s` is not allowed in a %s node (only in %s)", k.Name, n.kind, strings.Join(kinds, ", "))
+			s.errorf(diag.UnknownItem, k.Range, "`%s` is not allowed in %s %s node (only in %s nodes)", k.Name, article(n.kind), n.kind, strings.Join(kinds, ", "))
 			continue
 		}
 		if prev := seen[k.Name]; prev != nil {
-			s.errorf(diag.Duplicate, k.Range, "`%s` appears twice in %s", k.Name, n.id).
-				WithRelated(s.span(prev.Rng()), "first here")
+			s.errorf(diag.Duplicate, k.Range, "`%s` appears twice in %s %s", k.Name, n.kind, n.id).
+				WithRelated(s.span(prev.Rng()), "first given here")
 			continue
 		}
 		seen[k.Name] = it
@@ -84,7 +84,7 @@ func (s *state) nodeItems(n *node) {
 	}
 	switch n.kind {
 	case "task":
-		if n.run == nil {
+		if n.run == nil && seen["run"] == nil { // a malformed `run` was reported
 			s.missing(n, "run \"handler\"", "a task needs a handler to run")
 		}
 	case "agent":
@@ -102,10 +102,18 @@ func (s *state) nodeItems(n *node) {
 			s.missing(n, "approvers [\"...\"]", "a human node needs approvers")
 		}
 	case "flow":
-		if n.uses == nil {
+		if n.uses == nil && seen["uses"] == nil {
 			s.missing(n, "uses \"child.wf\"", "a flow node needs the child workflow to run")
 		}
 	}
+}
+
+// article returns "an" before a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func contains(xs []string, x string) bool {

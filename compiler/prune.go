@@ -132,6 +132,7 @@ func (s *state) pruneBranch(n *node, in *ir.Node, isFalse, isTrue func(*ast.Expr
 		rules = append(rules, ir.Rule{When: s.irExpr(r.Cond), Targets: names(r.Targets)})
 		kept = append(kept, r)
 		if isTrue(r.Cond) {
+			s.errorf(diag.ConstCondition, r.Cond.Range, "branch rule is always true")
 			alwaysAt = i
 		}
 	}

@@ -2,6 +2,8 @@ package compiler
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/lang/ast"
@@ -93,6 +95,14 @@ func (s *state) compileChild(n *node) {
 		return
 	}
 	path := s.cfg.resolve(s.file.Name, n.uses.Value)
+	chain := append(append([]string{}, s.cfg.flows...), s.file.Name)
+	for _, p := range chain {
+		if filepath.Clean(p) == filepath.Clean(path) {
+			s.errorf(diag.ImportError, n.uses.Range, "flow cycle: %s → %s", strings.Join(chain, " → "), path).
+				WithHint("a workflow cannot run itself as a child, directly or through other flows")
+			return
+		}
+	}
 	src, err := s.cfg.ReadFile(path)
 	if err != nil {
 		s.errorf(diag.ImportError, n.uses.Range, "cannot read %q: %v", n.uses.Value, unwrapPathErr(err))
@@ -100,6 +110,7 @@ func (s *state) compileChild(n *node) {
 	}
 	cfg := s.cfg
 	cfg.depth++
+	cfg.flows = chain
 	cfg.Goals = nil
 	cfg.StopAfter = ""
 	res := Compile(path, src, cfg)
@@ -113,6 +124,11 @@ func (s *state) compileChild(n *node) {
 				first = d
 				break
 			}
+		}
+		if first.Code == diag.ImportError && strings.HasPrefix(first.Message, "flow cycle: ") {
+			// Deeper down the same cycle: say it once, not once per level.
+			s.errorf(diag.ImportError, n.uses.Range, "%s", first.Message).WithRelated(first.Span, "the cycle continues here")
+			return
 		}
 		s.errorf(diag.ImportError, n.uses.Range, "child workflow %q does not compile: %s", n.uses.Value, first.Message).
 			WithRelated(first.Span, first.Message)

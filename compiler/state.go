@@ -158,8 +158,12 @@ func (s *state) span(r source.Range) source.Span { return s.file.Span(r) }
 
 // suggest returns the closest candidate to name, or "" if none is close.
 func suggest(name string, candidates []string) string {
+	return suggestWithin(name, candidates, max(1, len(name)/3))
+}
+
+// suggestWithin is suggest with an explicit edit-distance limit.
+func suggestWithin(name string, candidates []string, limit int) string {
 	best, bestD := "", 1<<30
-	limit := max(1, len(name)/3)
 	for _, c := range candidates {
 		if c == name {
 			continue
@@ -171,6 +175,21 @@ func suggest(name string, candidates []string) string {
 	}
 	if bestD <= limit {
 		return best
+	}
+	// A name that is a prefix of exactly one candidate, or has one as its
+	// prefix (`customer` for `customer_id`), is worth suggesting too.
+	pre := ""
+	for _, c := range candidates {
+		if min(len(c), len(name)) >= 4 && (strings.HasPrefix(c, name) || strings.HasPrefix(name, c)) {
+			if pre != "" {
+				pre = ""
+				break
+			}
+			pre = c
+		}
+	}
+	if pre != "" {
+		return pre
 	}
 	// A case-only difference is always worth suggesting.
 	for _, c := range candidates {

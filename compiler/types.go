@@ -110,7 +110,7 @@ func (s *state) checkNode(n *node) {
 		// A variable rejected by the items pass (reserved, or hiding a
 		// node) is not declared: CEL would only repeat the error.
 		if v := n.forEach.Var.Name; !reserved[v] && s.byID[v] == nil {
-			if e, err := s.env.Extend(cel.Variable(v, elem)); err == nil {
+			if e := s.scopeEnv(v, "wf.var", elem); e != nil {
 				withScope = &scope{env: e, vars: map[string]*types.Type{v: elem}}
 			}
 		}
@@ -131,11 +131,11 @@ func (s *state) checkNode(n *node) {
 		return
 	}
 	selfName := "wf.self." + n.id
-	selfEnv, err := s.env.Extend(cel.Variable("output", s.prov.celType(n.outType, selfName)))
-	if err != nil {
+	selfEnv := s.scopeEnv("output", "wf.self", s.prov.celType(n.outType, selfName))
+	if selfEnv == nil {
 		return
 	}
-	self := &scope{env: selfEnv, self: n, selfType: selfName}
+	self := &scope{env: selfEnv, self: n, selfType: s.prov.resolve("wf.self")}
 	if n.branch != nil {
 		for _, r := range n.branch.Rules {
 			if r.Cond != nil {
@@ -205,6 +205,10 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 }
 
 func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Type, anchor *ast.Ident, what string) {
+	noun := "config field" // what the entries of `with` set
+	if strings.HasPrefix(what, "workflow ") {
+		noun = "input"
+	}
 	set := map[string]bool{}
 	names := make([]string, 0, len(cfg.Fields))
 	for _, f := range cfg.Fields {
@@ -220,10 +224,14 @@ func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Typ
 				}
 			}
 			if field == nil {
-				d := s.errorf(diag.UnknownConfig, p.Name.Range, "%s has no config field `%s`", what, p.Name.Name)
+				d := s.errorf(diag.UnknownConfig, p.Name.Range, "%s has no %s `%s`", what, noun, p.Name.Name)
 				s.didYouMean(d, p.Name.Range, p.Name.Name, names)
-				if d.Hint == "" && len(names) > 0 {
-					d.WithHint("its fields are: " + strings.Join(names, ", "))
+				switch {
+				case d.Hint != "":
+				case len(names) > 0:
+					d.WithHint("its " + noun + "s are: " + strings.Join(names, ", "))
+				default:
+					d.WithHint("it takes no " + noun + "s")
 				}
 				continue
 			}
@@ -239,8 +247,12 @@ func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Typ
 		}
 	}
 	if len(missing) > 0 {
-		s.errorf(diag.MissingConfig, anchor.Range, "missing required config %s of %s", plural("field", missing), what).
-			WithHint("set it in `with { " + missing[0] + " = ... }`")
+		set := make([]string, len(missing))
+		for i, m := range missing {
+			set[i] = m + " = ..."
+		}
+		s.errorf(diag.MissingConfig, anchor.Range, "missing required %s of %s", plural(noun, missing), what).
+			WithHint(map[bool]string{true: "set it", false: "set them"}[len(set) == 1] + " in `with { " + strings.Join(set, "  ") + " }`")
 	}
 }
 
@@ -380,9 +392,10 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 	m := newOffsetMap(e)
 	parsed, iss := sc.env.Parse(e.Text)
 	if iss != nil && iss.Err() != nil {
-		for _, ce := range iss.Errors() {
-			s.celError(diag.ExprSyntax, e, m, nil, sc, ce.Location.Line(), ce.Location.Column(), ce.ExprID, cleanCELMessage(ce.Message))
-		}
+		// Only the first: the parser's later errors are mostly its
+		// recovery tripping over the first one.
+		ce := iss.Errors()[0]
+		s.celError(diag.ExprSyntax, e, m, nil, sc, ce.Location.Line(), ce.Location.Column(), ce.ExprID, cleanCELMessage(ce.Message))
 		return nil
 	}
 	checked, iss := sc.env.Check(parsed)
@@ -483,12 +496,29 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 	s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: reads})
 }
 
-var quoted = regexp.MustCompile(`'([^']+)'`)
+var quoted = regexp.MustCompile("['`]([^'`]+)['`]")
 
-// cleanCELMessage drops cel-go's implementation detail from messages.
+// antlrRE matches the parser's "mismatched input 'x' expecting {...}".
+var antlrRE = regexp.MustCompile(`^(?:mismatched|extraneous) input '(.*)' expecting (.*)$`)
+
+// cleanCELMessage drops cel-go's implementation detail from messages, such
+// as the parser's list of every token class it could have accepted.
 func cleanCELMessage(msg string) string {
 	msg = strings.ReplaceAll(msg, " (in container '')", "")
 	msg = strings.TrimPrefix(msg, "Syntax error: ")
+	if m := antlrRE.FindStringSubmatch(msg); m != nil {
+		out := "unexpected `" + m[1] + "`"
+		if m[1] == "<EOF>" {
+			out = "unexpected end of expression"
+		}
+		switch exp := strings.Trim(m[2], "{}"); {
+		case strings.Contains(exp, "IDENTIFIER") || strings.Contains(exp, "NUM_"):
+			out += "; expected a value"
+		case exp != "":
+			out += "; expected " + strings.Join(strings.Split(exp, ", "), " or ")
+		}
+		return out
+	}
 	return msg
 }
 
@@ -502,6 +532,9 @@ func (s *state) celError(code diag.Code, e *ast.Expr, m *offsetMap, parsed *cela
 	if name != "" {
 		if k := strings.Index(s.file.Text(source.Range{Start: start, End: e.End}), name); k >= 0 {
 			r = source.Range{Start: start + k, End: start + k + len(name)}
+		} else if strings.HasSuffix(s.file.Text(source.Range{Start: e.Start, End: start}), name) {
+			// A call is located at its "(": underline the function name.
+			r = source.Range{Start: start - len(name), End: start}
 		}
 	}
 	if r.End == r.Start {
@@ -536,10 +569,84 @@ func (s *state) celError(code diag.Code, e *ast.Expr, m *offsetMap, parsed *cela
 			d = s.errorf(code, r, "undefined field `%s`", name)
 		}
 		s.didYouMean(d, r, name, fields)
+	case overloadRE.MatchString(msg):
+		m := overloadRE.FindStringSubmatch(msg)
+		args := celTypeList(m[2])
+		if op := celOps[m[1]]; op != "" {
+			d = s.errorf(code, r, "`%s` cannot be applied to (%s)", op, args)
+		} else {
+			d = s.errorf(code, r, "no function `%s` takes (%s)", m[1], args)
+		}
+		if mixed := regexp.MustCompile(`\bint\b`).MatchString(args) && regexp.MustCompile(`\bnumber\b`).MatchString(args); mixed {
+			d.WithHint("CEL does not mix int and number: write a number literal with a decimal point (100000.0), or convert with double(...) or int(...)")
+		}
 	default:
 		d = s.errorf(code, r, "%s", msg)
 	}
 	_ = d
+}
+
+// overloadRE matches cel-go's "found no matching overload" message.
+var overloadRE = regexp.MustCompile(`^found no matching overload for '([^']+)' applied to '\((.*)\)'$`)
+
+// celOps names CEL's operator functions as they are written.
+var celOps = map[string]string{
+	"_>_": ">", "_<_": "<", "_>=_": ">=", "_<=_": "<=", "_==_": "==", "_!=_": "!=",
+	"_+_": "+", "_-_": "-", "_*_": "*", "_/_": "/", "_%_": "%", "_&&_": "&&", "_||_": "||",
+	"!_": "!", "-_": "-", "_[_]": "[ ]", "@in": "in", "_?_:_": "? :",
+}
+
+var (
+	celDouble = regexp.MustCompile(`\bdouble\b`)
+	celDyn    = regexp.MustCompile(`\bdyn\b`)
+	celWfType = regexp.MustCompile(`\bwf\.(out|self|node)\.([A-Za-z0-9_]+)(\.[A-Za-z0-9_.]+)?|\bwf\.input(\.[A-Za-z0-9_.]+)?`)
+)
+
+// celTypeList rewrites a list of CEL type names the way wf writes types:
+// number, list<T>, map<T>, and the workflow's object types by origin.
+func celTypeList(s string) string {
+	s = strings.NewReplacer("google.protobuf.Duration", "duration", "google.protobuf.Timestamp", "timestamp").Replace(s)
+	s = celDouble.ReplaceAllString(s, "number")
+	s = celDyn.ReplaceAllString(s, "any")
+	s = celWfType.ReplaceAllStringFunc(s, func(t string) string {
+		m := celWfType.FindStringSubmatch(t)
+		switch {
+		case m[3] != "" || m[4] != "":
+			return "object"
+		case m[1] == "node":
+			return "node " + m[2]
+		case m[1] == "out" || m[1] == "self":
+			return "the output of " + m[2]
+		}
+		return "input"
+	})
+	var b strings.Builder
+	var angle []bool // per open "(": was it written as "<"?
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], "list("):
+			b.WriteString("list<")
+			angle = append(angle, true)
+			i += len("list(") - 1
+		case strings.HasPrefix(s[i:], "map(string, ") || strings.HasPrefix(s[i:], "map(any, "):
+			b.WriteString("map<")
+			angle = append(angle, true)
+			i += strings.Index(s[i:], ", ") + 1
+		case s[i] == '(':
+			b.WriteByte('(')
+			angle = append(angle, false)
+		case s[i] == ')' && len(angle) > 0:
+			if angle[len(angle)-1] {
+				b.WriteByte('>')
+			} else {
+				b.WriteByte(')')
+			}
+			angle = angle[:len(angle)-1]
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
 }
 
 // fieldOwner finds the operand of the select with the given id in the parsed
@@ -664,4 +771,31 @@ func (s *state) useInput(owner *node, name string) {
 		m[k] = map[string]bool{}
 	}
 	m[k][name] = true
+}
+
+// scopeEnv returns an environment that adds one variable, name, of type t,
+// to the base environment. Environments are cached: an object type is
+// declared as the stand-in `stand` and aliased to t for the node being
+// checked, any other type is keyed by its spelling. So a workflow needs a
+// handful of environments, not one per node (extending an environment
+// re-declares every node: O(nodes) each).
+func (s *state) scopeEnv(name, stand string, t *types.Type) *cel.Env {
+	key := name + "\x00"
+	decl := t
+	if t.Kind() == types.StructKind {
+		s.prov.alias[stand] = t.TypeName()
+		decl = types.NewObjectType(stand)
+		key += stand
+	} else {
+		key += t.String()
+	}
+	if e, ok := s.scopeEnvs[key]; ok {
+		return e
+	}
+	e, err := s.env.Extend(cel.Variable(name, decl))
+	if err != nil {
+		return nil
+	}
+	s.scopeEnvs[key] = e
+	return e
 }

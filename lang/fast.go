@@ -14,13 +14,14 @@ import (
 // exactly as expected. ParseFile then falls back to participle, so errors,
 // their messages and recovery are participle's alone.
 //
-// Invariant, checked by TestFastPathAgrees and FuzzParse: whenever the fast
-// parser succeeds, participle succeeds on the same tokens with the same
-// tree. Each production follows the order of participle's alternatives;
-// where participle would backtrack after a failed alternative, the fast
-// parser decides by looking at the next tokens instead, and gives up when
-// the alternative it chose fails (participle might then have picked a later
-// one, which the fallback does).
+// Invariant, checked by TestFastPathAgrees and FuzzParse: the fast parser
+// succeeds exactly when participle does, with the same tree. Each
+// production follows the order of participle's alternatives. Participle
+// (with one token of lookahead) moves on to the next alternative when one
+// fails within its first token, and reports an error when one fails later;
+// the fast parser picks the alternative by looking at the first two or
+// three tokens, so that the one it picks is the one participle would keep,
+// and fails exactly where participle would report an error.
 type fastParser struct {
 	toks []lexer.Token // ends with EOF
 	i    int
@@ -163,32 +164,40 @@ func (f *fastParser) workflow() (*gWorkflow, bool) {
 		return nil, false
 	}
 	for !f.is(0, "}") {
-		it := &gWItem{Pos: f.Peek().Pos}
-		t0, t1, t2 := f.Peek(), f.at(1), f.at(2)
-		switch {
-		case t0.Type == tIdent && t1.Type == tIdent && (f.is(2, "{") || f.is(2, "after") || f.is(2, "join")) && t2.Type != tEOF:
-			it.Node, ok = f.node()
-		case f.is(0, "handler"):
-			it.Handler, ok = f.handler()
-		case f.is(0, "input"):
-			it.Input, ok = f.fieldBlock()
-		case f.is(0, "output"):
-			it.Params, ok = f.paramBlock()
-		case t0.Type == tIdent && startsValue(t1):
-			it.Setting, ok = f.setting()
-		default:
-			return nil, false
-		}
+		it, ok := f.wItem()
 		if !ok {
 			return nil, false
 		}
-		it.EndPos = f.end()
 		g.Items = append(g.Items, it)
 		f.lit(";")
 	}
 	f.i++ // "}"
 	g.EndPos = f.end()
 	return g, true
+}
+
+// wItem parses one workflow item.
+func (f *fastParser) wItem() (*gWItem, bool) {
+	it := &gWItem{Pos: f.Peek().Pos}
+	t0, t1, t2 := f.Peek(), f.at(1), f.at(2)
+	ok := false
+	switch {
+	case t0.Type == tIdent && t1.Type == tIdent && (f.is(2, "{") || f.is(2, "after") || f.is(2, "join")) && t2.Type != tEOF:
+		it.Node, ok = f.node()
+	case f.is(0, "handler") && t1.Type == tString:
+		it.Handler, ok = f.handler()
+	case f.is(0, "input") && f.is(1, "{"):
+		it.Input, ok = f.fieldBlock()
+	case f.is(0, "output") && f.is(1, "{"):
+		it.Params, ok = f.paramBlock()
+	case t0.Type == tIdent && startsValue(t1):
+		it.Setting, ok = f.setting()
+	}
+	if !ok {
+		return nil, false
+	}
+	it.EndPos = f.end()
+	return it, true
 }
 
 func (f *fastParser) node() (*gNode, bool) {
@@ -238,17 +247,17 @@ func (f *fastParser) item() (*gItem, bool) {
 	}
 	ok := false
 	switch {
-	case t0.Value == "with":
+	case t0.Value == "with" && f.is(1, "{"):
 		g.Params, ok = f.paramBlock()
-	case t0.Value == "output" || t0.Value == "config":
+	case (t0.Value == "output" || t0.Value == "config") && f.is(1, "{"):
 		g.Types, ok = f.typeBlock()
 	case t0.Value == "when" || t0.Value == "while":
 		g.Cond, ok = f.cond()
-	case t0.Value == "for_each":
+	case t0.Value == "for_each" && t1.Type == tIdent:
 		g.ForEach, ok = f.forEach()
-	case t0.Value == "branch":
+	case t0.Value == "branch" && f.is(1, "{"):
 		g.Branch, ok = f.branch()
-	case t0.Value == "routes":
+	case t0.Value == "routes" && t1.Type == tIdent:
 		g.Routes, ok = f.routes()
 	case f.is(1, "=>"):
 		g.Goto, ok = f.gotoItem()

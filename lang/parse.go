@@ -41,15 +41,17 @@ func parseFile(f *source.File, fast bool) (*ast.File, diag.List) {
 		return file, rp.Diags.Sorted()
 	}
 	toks := sc.toks
-	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments, toks: toks}
+	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments, toks: toks, fast: fast}
 	var g *gFile
 	var err error
-	ok := false
 	if fast {
-		fp := &fastParser{toks: toks}
-		g, ok = fp.file()
-	}
-	if !ok {
+		// The fast parser fails exactly where participle would (see
+		// fast.go), so on failure go straight to recovery.
+		var ok bool
+		if g, ok = (&fastParser{toks: toks}).file(); !ok {
+			err = errFastFailed
+		}
+	} else {
 		g, err = fileParser.ParseFromLexer(peeking(toks))
 	}
 	if err == nil {
@@ -75,7 +77,10 @@ type parser struct {
 	src      string
 	comments []*ast.Comment
 	toks     []lexer.Token // all tokens of the file, ending with EOF
+	fast     bool          // use the fast parser where it applies
 }
+
+var errFastFailed = errors.New("the fast parser failed")
 
 func peeking(toks []lexer.Token) *lexer.PeekingLexer {
 	pl, _ := lexer.Upgrade(&sliceLexer{toks: toks}) // a slice lexer never fails

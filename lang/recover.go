@@ -32,15 +32,34 @@ func (p *parser) recoverTop(toks []lexer.Token) []ast.Item {
 		for i < j && isPunct(toks[i], ";") {
 			i++
 		}
+		for j > i && isPunct(toks[j-1], ";") { // a separator, not part of the declaration
+			j--
+		}
 		if i == j {
 			continue
 		}
-		g, err := topParser.ParseFromLexer(peeking(withEOF(toks, i, j)))
+		isWorkflow := toks[i].Value == "workflow" && j-i >= 3 && toks[i+1].Type == tIdent && isPunct(toks[i+2], "{")
+		var g *gTop
+		var err error
+		chunk := withEOF(toks, i, j)
+		if p.fast {
+			fp := &fastParser{toks: chunk}
+			if t, ok := fp.top(); ok && fp.i == j-i {
+				g = t
+			} else {
+				err = errFastFailed
+			}
+		}
+		if g == nil && (!p.fast || !isWorkflow) {
+			// Participle's error is needed for the message (a workflow
+			// is recovered item by item instead).
+			g, err = topParser.ParseFromLexer(peeking(chunk))
+		}
 		if err == nil {
 			items = append(items, p.top(g))
 			continue
 		}
-		if toks[i].Value == "workflow" && j-i >= 3 && toks[i+1].Type == tIdent && isPunct(toks[i+2], "{") {
+		if isWorkflow {
 			items = append(items, p.recoverWorkflow(toks, i, j))
 			continue
 		}
@@ -258,41 +277,58 @@ func closingBrace(toks []lexer.Token, i, j int) int {
 }
 
 // recoverItems parses the items of a block body toks[s:e) one at a time.
-// parse reads one item from lex (trailing tokens allowed); when it fails,
+// fastParse reads one item with the fast parser (which fails exactly where
+// participle would); parse reads one with participle, from lex (trailing
+// tokens allowed), for its error message. When an item fails,
 // fail(k, n, err) reports the item toks[k:n) and returns a node for it, n
 // being the next item start.
 func (p *parser) recoverItems(toks []lexer.Token, s, e int, kw map[string]bool,
+	fastParse func(*fastParser) (ast.Item, bool),
 	parse func(*lexer.PeekingLexer) (ast.Item, error),
 	next func(k int) int,
 	fail func(k, n int, err error) ast.Item) []ast.Item {
 	var items []ast.Item
-	lex := peeking(withEOF(toks, s, e))
+	chunk := withEOF(toks, s, e)
+	fp := &fastParser{toks: chunk}
+	var lex *lexer.PeekingLexer // made when participle is first needed
 	k := s
 	for k < e {
 		if isPunct(toks[k], ";") {
-			lex.Next()
 			k++
 			continue
+		}
+		if p.fast {
+			fp.i = k - s
+			if it, ok := fastParse(fp); ok {
+				if !p.settingTookKeyword(it, toks, k, kw) {
+					items = append(items, it)
+					k = s + fp.i
+					continue
+				}
+			}
+		}
+		if lex == nil {
+			lex = peeking(chunk)
+		}
+		for lex.Cursor() < k-s {
+			lex.Next()
 		}
 		saved := *lex
 		it, err := parse(lex)
 		if err == nil && s+lex.Cursor() > k {
-			if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.IdentValue && kw[st.Value.Raw] {
-				// `version` on one line and `task a {` on the next: the
-				// setting took the next item's keyword for its value.
-				v := p.tokenIndex(st.Value.Start)
-				if toks[v].Pos.Line > toks[k].Pos.Line {
-					p.rp.Add(diag.SyntaxError, st.Key.Range, fmt.Sprintf("missing value after %q", st.Key.Name))
-					items = append(items, &ast.Bad{Range: st.Key.Range})
-					*lex = saved
-					for ; k < v; k++ {
-						lex.Next()
-					}
-					continue
-				}
+			if !p.settingTookKeyword(it, toks, k, kw) {
+				items = append(items, it)
+				k = s + lex.Cursor()
+				continue
 			}
-			items = append(items, it)
-			k = s + lex.Cursor()
+		}
+		if st, ok := it.(*ast.Setting); ok && err == nil && p.settingTookKeyword(it, toks, k, kw) {
+			// `version` on one line and `task a {` on the next: the
+			// setting took the next item's keyword for its value.
+			p.rp.Add(diag.SyntaxError, st.Key.Range, fmt.Sprintf("missing value after %q", st.Key.Name))
+			items = append(items, &ast.Bad{Range: st.Key.Range})
+			*lex = saved
+			k = p.tokenIndex(st.Value.Start)
 			continue
 		}
 		if err == nil {
@@ -301,11 +337,20 @@ func (p *parser) recoverItems(toks []lexer.Token, s, e int, kw map[string]bool,
 		n := next(k)
 		items = append(items, fail(k, n, err))
 		*lex = saved
-		for ; k < n; k++ {
-			lex.Next()
-		}
+		k = n
 	}
 	return items
+}
+
+// settingTookKeyword reports whether it, parsed at toks[k], is a setting
+// whose value is an item keyword on a later line: `version` without its
+// value, followed by `task a {`.
+func (p *parser) settingTookKeyword(it ast.Item, toks []lexer.Token, k int, kw map[string]bool) bool {
+	st, ok := it.(*ast.Setting)
+	if !ok || st.Value.Kind != ast.IdentValue || !kw[st.Value.Raw] {
+		return false
+	}
+	return toks[p.tokenIndex(st.Value.Start)].Pos.Line > toks[k].Pos.Line
 }
 
 func (p *parser) recoverWorkflow(toks []lexer.Token, i, j int) ast.Item {
@@ -347,6 +392,13 @@ func (p *parser) recoverWorkflow(toks []lexer.Token, i, j int) ast.Item {
 // one at a time.
 func (p *parser) recoverWorkflowItems(toks []lexer.Token, bodyStart, bodyEnd int, where string) []ast.Item {
 	return p.recoverItems(toks, bodyStart, bodyEnd, wItemKeywords,
+		func(fp *fastParser) (ast.Item, bool) {
+			g, ok := fp.wItem()
+			if !ok {
+				return nil, false
+			}
+			return p.wItem(g), true
+		},
 		func(lex *lexer.PeekingLexer) (ast.Item, error) {
 			g, err := wItemParser.ParseFromLexer(lex, participle.AllowTrailing(true))
 			if err != nil {
@@ -416,6 +468,13 @@ func (p *parser) recoverNode(toks []lexer.Token, i, j int) ast.Item {
 		p.rp.Add(diag.SyntaxError, source.Range{Start: open.Pos.Offset, End: open.Pos.Offset + 1}, fmt.Sprintf("the \"{\" of %s is never closed", what))
 	}
 	n.Items = p.recoverItems(toks, bodyStart, bodyEnd, nodeItemKeywords,
+		func(fp *fastParser) (ast.Item, bool) {
+			g, ok := fp.item()
+			if !ok {
+				return nil, false
+			}
+			return p.item(g), true
+		},
 		func(lex *lexer.PeekingLexer) (ast.Item, error) {
 			g, err := itemParser.ParseFromLexer(lex, participle.AllowTrailing(true))
 			if err != nil {

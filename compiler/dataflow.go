@@ -257,7 +257,8 @@ func (s *state) dataflow() {
 				continue
 			}
 			if s.onErrorPath(x, n) {
-				s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed when %s runs (it is on %s's on_error path); guard the read with has(%s.output)", x.id, n.id, x.id, x.id)
+				s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed when %s runs (it is on %s's on_error path); guard the read with has(%s.output)", x.id, n.id, x.id, x.id).
+					WithHint(s.guardHint(x, r))
 				continue
 			}
 			if s.dominates(x.idx, n.idx) {
@@ -310,8 +311,8 @@ func (s *state) joins() {
 	if s.cyclic || s.maySkip == nil {
 		return
 	}
-	w := s.skeleton()
-	if ir.Analyze(w) != nil {
+	w := s.skel
+	if w == nil {
 		return
 	}
 	for i, n := range w.Nodes {

@@ -344,7 +344,12 @@ func (s *state) importFile(im *ast.Import) {
 	}
 	if len(sub.rp.Diags) > 0 {
 		d := sub.rp.Diags.Sorted()[0]
-		s.errorf(diag.ImportError, im.Path.Range, "import %q: %s", im.Path.Value, d.Message).WithRelated(d.Span, d.Message)
+		if k := strings.Index(d.Message, "import cycle: "); k >= 0 {
+			// Say the cycle once, not wrapped once per import on it.
+			s.errorf(diag.ImportError, im.Path.Range, "%s", d.Message[k:]).WithRelated(d.Span, "the cycle continues here")
+		} else {
+			s.errorf(diag.ImportError, im.Path.Range, "import %q: %s", im.Path.Value, d.Message).WithRelated(d.Span, d.Message)
+		}
 	}
 	names := make([]string, 0, len(sub.handlers))
 	for n := range sub.handlers {

@@ -462,6 +462,7 @@ func (s *state) analyze() {
 	if err := ir.Analyze(w); err != nil {
 		return // cycles were reported with positions above
 	}
+	s.skel = w
 	s.maySkip = make([]bool, len(s.nodes))
 	for i := range w.Nodes {
 		s.maySkip[i] = w.Nodes[i].MaySkip

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -32,6 +34,9 @@ func (s *state) fold() {
 		return
 	}
 	for e, a := range s.checked {
+		if !foldable(a.NativeRep().Expr()) {
+			continue
+		}
 		f, iss := opt.Optimize(s.envs[e], a)
 		if iss != nil && iss.Err() != nil {
 			continue
@@ -49,6 +54,39 @@ func (s *state) fold() {
 			}
 		}
 	}
+}
+
+// foldable reports whether constant folding can change e: it has a call,
+// list or map all of whose operands are literals, or it is a literal. The
+// optimiser is costly, and most workflow expressions read variables.
+func foldable(e celast.Expr) bool {
+	found := false
+	lit := func(x celast.Expr) bool {
+		return x == nil || x.Kind() == celast.LiteralKind || x.Kind() == celast.UnspecifiedExprKind
+	}
+	celast.PreOrderVisit(e, celast.NewExprVisitor(func(x celast.Expr) {
+		if found {
+			return
+		}
+		switch x.Kind() {
+		case celast.LiteralKind:
+			found = x == e
+		case celast.CallKind:
+			c := x.AsCall()
+			all := !c.IsMemberFunction() || lit(c.Target())
+			for _, a := range c.Args() {
+				all = all && lit(a)
+			}
+			found = all
+		case celast.ListKind:
+			all := true
+			for _, a := range x.AsList().Elements() {
+				all = all && lit(a)
+			}
+			found = all
+		}
+	}))
+	return found
 }
 
 func hasIdent(e celast.Expr) bool {
@@ -117,6 +155,29 @@ func (s *state) template(str *ast.String) []ir.TemplatePart {
 	return parts
 }
 
+// templateCEL writes a template as one CEL string expression: text parts
+// quoted, string parts as they are, other values through string().
+func (s *state) templateCEL(str *ast.String) string {
+	var parts []string
+	for _, p := range str.Template {
+		switch {
+		case p.Expr != nil:
+			x := s.irExpr(p.Expr)
+			if x.Type != nil && x.Type.Kind == ir.KindString {
+				parts = append(parts, "("+x.CEL+")")
+			} else {
+				parts = append(parts, "string("+x.CEL+")")
+			}
+		case p.Text != "":
+			parts = append(parts, strconv.Quote(p.Text))
+		}
+	}
+	if len(parts) == 0 {
+		return `""`
+	}
+	return strings.Join(parts, " + ")
+}
+
 func (s *state) params(pb *ast.ParamBlock) []ir.Param {
 	if pb == nil {
 		return nil
@@ -159,7 +220,13 @@ func (s *state) lower() {
 		w.Inputs = append(w.Inputs, ir.Input{Name: in.Name, Type: *in.Type, Default: s.defaults[in.Name], Required: in.Required, Loc: s.loc(in.Decl.Range)})
 	}
 	for _, p := range s.outputs {
-		w.Outputs = append(w.Outputs, ir.Output{Name: p.Name.Name, Expr: s.irExpr(p.Value), Loc: s.loc(p.Range)})
+		x := s.irExpr(p.Value)
+		if p.Value.Str != nil && p.Value.Str.Template != nil {
+			// An output is an expression, not a value: a template would be
+			// kept as a plain string literal, braces and all.
+			x.CEL = s.templateCEL(p.Value.Str)
+		}
+		w.Outputs = append(w.Outputs, ir.Output{Name: p.Name.Name, Expr: x, Loc: s.loc(p.Range)})
 	}
 	used := make([]string, 0, len(s.usedH))
 	for h := range s.usedH {

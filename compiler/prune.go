@@ -59,6 +59,19 @@ func (s *state) prune() {
 			}
 		}
 	}
+	// has(x.output) is not a read, but the node must still exist for it.
+	for _, ref := range s.info.Refs {
+		if ref.Kind != RefNode {
+			continue
+		}
+		for _, p := range s.outputs {
+			if ref.Range.Start >= p.Value.Start && ref.Range.End <= p.Value.End {
+				if n := s.byID[ref.Name]; n != nil {
+					readByOutputs[n.idx] = true
+				}
+			}
+		}
+	}
 	for _, i := range s.order {
 		n := s.nodes[i]
 		if dead[n.id] || len(s.inE[i]) == 0 {
@@ -90,13 +103,16 @@ func (s *state) prune() {
 			}
 		}
 	}
-	w.Edges = filterEdges(w.Edges, removedEdge)
-	removeNodes(w, dead)
-	if ir.Analyze(w) != nil {
-		return
+	if len(removedEdge) > 0 || len(dead) > 0 {
+		w.Edges = filterEdges(w.Edges, removedEdge)
+		removeNodes(w, dead)
+		if ir.Analyze(w) != nil {
+			return
+		}
 	}
-	s.reduce(w)
-	ir.Analyze(w)
+	if s.reduce(w) {
+		ir.Analyze(w)
+	}
 }
 
 func filterEdges(es []ir.Edge, drop map[ir.Edge]bool) []ir.Edge {
@@ -194,7 +210,7 @@ func strongEdge(w *ir.Workflow, idx map[string]int, e ir.Edge) bool {
 // reduce removes `after a` from a join-all node c when c also waits for a
 // node p that a reaches through strong edges only: c then waits for a
 // anyway, and a real token from a implies one from p.
-func (s *state) reduce(w *ir.Workflow) {
+func (s *state) reduce(w *ir.Workflow) bool {
 	idx := ir.Index(w)
 	n := len(w.Nodes)
 	reach := make([]bits, n)
@@ -241,6 +257,7 @@ func (s *state) reduce(w *ir.Workflow) {
 		}
 	}
 	w.Edges = filterEdges(w.Edges, drop)
+	return len(drop) > 0
 }
 
 func (s *state) redundant(e ir.Edge, via string) {

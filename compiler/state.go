@@ -42,16 +42,19 @@ type state struct {
 	anc     []bits // anc[i] = forward ancestors of node i
 	idom    []int  // immediate dominators (-1 for entries)
 	maySkip []bool
+	skel    *ir.Workflow // the analysed graph skeleton (graph pass)
 
 	// types
-	prov     *provider
-	env      *cel.Env
-	checked  map[*ast.Expr]*cel.Ast
-	folded   map[*ast.Expr]*cel.Ast
-	consts   map[*ast.Expr]any // expressions that folded to a constant (JSON value)
-	envs     map[*ast.Expr]*cel.Env
-	reads    []exprReads
-	defaults map[string][]byte // input defaults as JSON
+	prov    *provider
+	env     *cel.Env
+	checked map[*ast.Expr]*cel.Ast
+	folded  map[*ast.Expr]*cel.Ast
+	consts  map[*ast.Expr]any // expressions that folded to a constant (JSON value)
+	envs    map[*ast.Expr]*cel.Env
+	// scopeEnvs caches environments with `output` or a for_each variable.
+	scopeEnvs map[string]*cel.Env
+	reads     []exprReads
+	defaults  map[string][]byte // input defaults as JSON
 
 	inputUses    map[int]map[string]bool // node index -> inputs its expressions read
 	outputInputs map[int]map[string]bool // workflow output index -> inputs read
@@ -137,6 +140,7 @@ func newState(cfg Config, f *source.File, file *ast.File) *state {
 		folded:       map[*ast.Expr]*cel.Ast{},
 		consts:       map[*ast.Expr]any{},
 		envs:         map[*ast.Expr]*cel.Env{},
+		scopeEnvs:    map[string]*cel.Env{},
 		defaults:     map[string][]byte{},
 		inputUses:    map[int]map[string]bool{},
 		outputInputs: map[int]map[string]bool{},

@@ -236,7 +236,10 @@ func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Typ
 				continue
 			}
 			if pts[i] != nil && !s.assignable(&field.Type, pts[i]) {
-				s.errorf(diag.ConfigType, p.Value.Range, "`%s` of %s must be %s, found %s", p.Name.Name, what, irTypeName(&field.Type), typeName(pts[i]))
+				d := s.errorf(diag.ConfigType, p.Value.Range, "`%s` of %s must be %s, found %s", p.Name.Name, what, irTypeName(&field.Type), typeName(pts[i]))
+				if field.Type.Kind == ir.KindDuration {
+					d.WithHint("write a duration as duration('30s') or as a string such as \"30s\"")
+				}
 			}
 		}
 	}
@@ -407,7 +410,7 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 		return nil
 	}
 	if est, err := sc.env.EstimateCost(checked, sizeEstimator{}); err == nil && est.Max > MaxExprCost {
-		s.errorf(diag.CostLimit, e.Range, "estimated evaluation cost %d exceeds the limit of %d", est.Max, MaxExprCost).
+		s.errorf(diag.CostLimit, e.Range, "estimated evaluation cost %s exceeds the limit of %s", thousands(est.Max), thousands(MaxExprCost)).
 			WithHint(fmt.Sprintf("the estimate assumes lists, maps and strings of up to %d elements; nested comprehensions multiply", assumedSize))
 	}
 	s.checked[e] = checked
@@ -439,6 +442,15 @@ func (s *state) lexErrorIn(r source.Range) bool {
 		}
 	}
 	return false
+}
+
+// thousands formats n with thousands separators: 1,000,000.
+func thousands(n uint64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // collect records references (for the LSP) and x.output reads (for the

@@ -48,7 +48,7 @@ const (
 	BadString Code = "WF0004"
 	// BadNumber: a malformed number or duration literal, e.g. `5x` or `1h5`.
 	BadNumber Code = "WF0005"
-	// FileTooLarge: the source exceeds the size limit (1 MiB).
+	// FileTooLarge: the source exceeds the size limit (4 MiB).
 	FileTooLarge Code = "WF0006"
 	// TooDeep: brackets or blocks nested deeper than the limit (64).
 	TooDeep Code = "WF0007"

@@ -118,7 +118,7 @@ func (s *state) graph() {
 			s.errorf(diag.TooMany, nd.ident.Range, "%s has %d outgoing edges; the limit is %d", nd.id, len(s.outE[nd.idx]), limit)
 		}
 		if nd.decl != nil && nd.decl.Join != nil && nd.decl.Join.Name == nd.join && len(s.inE[nd.idx]) < 2 { // a bad mode was reported
-			s.errorf(diag.JoinSingle, nd.decl.Join.Range, "`join %s` has no effect: %s has %d incoming edge(s)", nd.join, nd.id, len(s.inE[nd.idx]))
+			s.errorf(diag.JoinSingle, nd.decl.Join.Range, "`join %s` has no effect: %s has %s", nd.join, nd.id, edgesWord(len(s.inE[nd.idx])))
 		}
 	}
 	if !s.topoOrder() {
@@ -129,6 +129,13 @@ func (s *state) graph() {
 	s.checkBackTo()
 	s.checkLoopBodies()
 	s.analyze()
+}
+
+func edgesWord(n int) string {
+	if n == 1 {
+		return "one incoming edge"
+	}
+	return "no incoming edges"
 }
 
 // topoOrder computes s.order (Kahn, ties by declaration order) and reports

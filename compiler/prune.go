@@ -185,6 +185,17 @@ func (s *state) pruneBranch(n *node, in *ir.Node, isFalse, isTrue func(*ast.Expr
 			}
 		}
 	}
+	if len(rules) == 0 {
+		// No rule can ever fire: the node always routes to its `else`
+		// targets (if any), which is what plain after edges do. An IR
+		// branch needs a rule, so the branch goes.
+		in.Branch = nil
+		for i := range s.ir.Edges {
+			if e := &s.ir.Edges[i]; e.From == n.id && e.Kind == ir.EdgeDefault {
+				e.Kind = ir.EdgeAfter
+			}
+		}
+	}
 }
 
 // strongEdge: an `after` edge that always delivers a real token when its
@@ -288,10 +299,13 @@ func (s *state) goals() {
 			for i := range w.Nodes {
 				ids[i] = w.Nodes[i].ID
 			}
-			d := s.rp.Add(diag.UnknownGoal, source.Range{}, fmt.Sprintf("--goal %s: no such node", g))
+			// A command-line problem: the diagnostic names the file but no position.
+			d := diag.Diagnostic{Code: diag.UnknownGoal, Severity: diag.UnknownGoal.Severity(), Span: source.Span{File: s.file.Name},
+				Message: fmt.Sprintf("--goal %s: no such node", g)}
 			if sug := suggest(g, ids); sug != "" {
-				d.WithHint(fmt.Sprintf("did you mean `%s`?", sug))
+				d.Hint = fmt.Sprintf("did you mean `%s`?", sug)
 			}
+			s.rp.Diags = append(s.rp.Diags, d)
 			ok = false
 			continue
 		}

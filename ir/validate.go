@@ -224,9 +224,6 @@ func (v *validator) node(i int, seen map[string]bool) {
 		for r := range b.Rules {
 			rp := fmt.Sprintf("%s/branch/rules/%d", p, r)
 			v.expr(rp+"/when", &b.Rules[r].When)
-			if len(b.Rules[r].Targets) == 0 {
-				v.addf(rp+"/targets", "a rule needs at least one target")
-			}
 			v.targets(rp+"/targets", n.ID, b.Rules[r].Targets)
 		}
 		v.targets(p+"/branch/default", n.ID, b.Default)

@@ -147,9 +147,6 @@ func TestValidateProblems(t *testing.T) {
 				after("score", "qualify"), edge("qualify", "enterprise_sales", EdgeRoute), edge("qualify", "standard_sales", EdgeRoute),
 				edge("qualify", "manual_review", EdgeDefault), edge("enterprise_sales", "manual_review", EdgeReject))
 		}, "/nodes/1/branch/rules", "at least one rule"},
-		{"rule without targets", lead, func(w *Workflow) {
-			nodeOf(w, "score").Branch.Rules = append(nodeOf(w, "score").Branch.Rules, Rule{When: cel("false")})
-		}, "/nodes/1/branch/rules/1/targets", "at least one target"},
 		{"empty rule condition", lead, func(w *Workflow) { nodeOf(w, "score").Branch.Rules[0].When.CEL = "" }, "/nodes/1/branch/rules/0/when/cel", "empty expression"},
 		{"unknown branch target", lead, func(w *Workflow) {
 			r := &nodeOf(w, "score").Branch.Rules[0]

@@ -21,7 +21,12 @@ import (
 func WriteText(w io.Writer, l List, files map[string]*source.File) error {
 	var b strings.Builder
 	for _, d := range l {
-		fmt.Fprintf(&b, "%s:%d:%d: %s[%s]: %s\n", d.Span.File, d.Span.Start.Line, d.Span.Start.Col, d.Severity, d.Code, d.Message)
+		if d.Span.IsValid() {
+			fmt.Fprintf(&b, "%s:%d:%d: %s[%s]: %s\n", d.Span.File, d.Span.Start.Line, d.Span.Start.Col, d.Severity, d.Code, d.Message)
+		} else {
+			// Not about a place in the file (e.g. a command-line --goal).
+			fmt.Fprintf(&b, "%s: %s[%s]: %s\n", d.Span.File, d.Severity, d.Code, d.Message)
+		}
 		if f := files[d.Span.File]; f != nil && d.Span.IsValid() {
 			excerpt(&b, f, d.Span)
 		}
@@ -47,7 +52,7 @@ func excerpt(b *strings.Builder, f *source.File, s source.Span) {
 			s.End.Col -= lo
 		}
 	}
-	line = strings.ToValidUTF8(line, "\uFFFD")
+	line = printable(strings.ToValidUTF8(line, "\uFFFD"))
 	num := fmt.Sprint(s.Start.Line)
 	pad := strings.Repeat(" ", len(num))
 	fmt.Fprintf(b, " %s | %s\n", num, strings.ReplaceAll(line, "\t", " "))
@@ -65,6 +70,20 @@ func excerpt(b *strings.Builder, f *source.File, s source.Span) {
 		under = max(1, len([]rune(line[col:end])))
 	}
 	fmt.Fprintf(b, " %s | %s^%s\n", pad, strings.Repeat(" ", prefix), strings.Repeat("~", under-1))
+}
+
+// printable replaces control characters of a source line, so an excerpt of
+// a binary file cannot drive the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }
 
 // WriteJSON renders diagnostics as a JSON array (never null).

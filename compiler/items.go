@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -206,8 +207,11 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 					s.errorf(diag.BadValue, r.Range, "`else` must be the last rule of a branch")
 				}
 			}
-			if len(b.Rules) == 0 {
-				s.errorf(diag.MissingItem, b.Key.Range, "branch has no rules")
+			if !slices.ContainsFunc(b.Rules, func(r *ast.Rule) bool { return !r.Else }) {
+				d := s.errorf(diag.MissingItem, b.Key.Range, "branch has no `when` rule")
+				if len(b.Rules) > 0 {
+					d.WithHint("a branch with only `else` always routes there: use `after` on its targets instead")
+				}
 			}
 			return
 		}

@@ -162,7 +162,11 @@ func (s *state) span(r source.Range) source.Span { return s.file.Span(r) }
 
 // suggest returns the closest candidate to name, or "" if none is close.
 func suggest(name string, candidates []string) string {
-	return suggestWithin(name, candidates, max(1, len(name)/3))
+	limit := max(1, len(name)/3)
+	if len(name) == 1 {
+		limit = 0 // any one-letter name is one edit from any other
+	}
+	return suggestWithin(name, candidates, limit)
 }
 
 // suggestWithin is suggest with an explicit edit-distance limit.

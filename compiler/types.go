@@ -569,7 +569,14 @@ func (s *state) celError(code diag.Code, e *ast.Expr, m *offsetMap, parsed *cela
 		for _, n := range s.nodes {
 			cands = append(cands, n.id)
 		}
-		s.didYouMean(d, r, name, cands)
+		for _, n := range s.nodes {
+			if n.forEach != nil && n.forEach.Var.Name == name {
+				d.WithHint(fmt.Sprintf("`%s` is the for_each variable of %s: it is only visible in %s's `with`", name, n.id, n.id))
+			}
+		}
+		if d.Hint == "" {
+			s.didYouMean(d, r, name, cands)
+		}
 		if d.Hint == "" && name == "output" {
 			d.WithHint("`output` is only available in a node's branch, loop and compensate; elsewhere write `node.output`")
 		}

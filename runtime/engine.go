@@ -1,0 +1,458 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// RedisURL is the Redis server, e.g. "redis://localhost:6379/0". Empty
+	// starts an embedded in-process server (miniredis) that keeps
+	// everything in memory: runs are lost when the process exits.
+	RedisURL string
+	// Shards is the number of shards runs are spread over (default 1).
+	// Every process of a deployment must use the same value.
+	Shards int
+	// Prefix of every key (default "wf").
+	Prefix string
+	// Queues maps handler names to queues; handlers not listed use the
+	// control queue, "default". Submitting processes decide where tokens go;
+	// workers choose the queues they serve.
+	Queues map[string]string
+	// MaxHops and MaxFanout apply when a workflow does not set them
+	// (defaults 10,000 and 1,000).
+	MaxHops   int
+	MaxFanout int
+	// ConnectTimeout bounds how long Open waits for Redis (default 5 s).
+	ConnectTimeout time.Duration
+	// Logger receives the engine's and its workers' logs (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+// An Engine runs workflows on Redis: it submits runs, reports their
+// status and events, cancels and retries them, and starts workers.
+type Engine struct {
+	opts Options
+	st   *store
+	mini *miniredis.Miniredis
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	plans  map[string]*plan // by IR hash
+	groups map[string]bool  // streams whose consumer group exists
+	bg     []*bgWorker
+	closed bool
+}
+
+type bgWorker struct {
+	w      *Worker
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Open connects to Redis (or starts the embedded server), loads the
+// scripts, and returns an engine. It retries with backoff for
+// ConnectTimeout and then reports the server it could not reach.
+func Open(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.Shards <= 0 {
+		opts.Shards = 1
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.MaxHops <= 0 {
+		opts.MaxHops = 10_000
+	}
+	if opts.MaxFanout <= 0 {
+		opts.MaxFanout = 1_000
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	e := &Engine{opts: opts, log: opts.Logger, plans: map[string]*plan{}, groups: map[string]bool{}}
+	url := opts.RedisURL
+	if url == "" {
+		m := miniredis.NewMiniRedis()
+		if err := m.Start(); err != nil {
+			return nil, fmt.Errorf("runtime: starting the embedded Redis: %w", err)
+		}
+		e.mini = m
+		url = "redis://" + m.Addr()
+	}
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		e.closeServer()
+		return nil, fmt.Errorf("runtime: bad Redis URL: %w", err)
+	}
+	ro.ConnMaxIdleTime = time.Minute
+	bo := *ro
+	bo.PoolSize = opts.Shards + 4
+	bo.MinIdleConns = 0
+	rdb, blk := redis.NewClient(ro), redis.NewClient(&bo)
+	st, err := newStore(rdb, blk, keyspace{prefix: opts.Prefix, shards: opts.Shards})
+	if err != nil {
+		rdb.Close()
+		blk.Close()
+		e.closeServer()
+		return nil, err
+	}
+	e.st = st
+	cctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	b := newBackoff()
+	for {
+		err = rdb.Ping(cctx).Err()
+		if err == nil {
+			err = st.load(cctx)
+		}
+		if err == nil {
+			break
+		}
+		if !sleepCtx(cctx, b.next()) {
+			e.Close()
+			return nil, fmt.Errorf("runtime: cannot reach Redis at %s: %w", ro.Addr, err)
+		}
+	}
+	return e, nil
+}
+
+func (e *Engine) closeServer() {
+	if e.mini != nil {
+		e.mini.Close()
+	}
+}
+
+// Embedded reports whether the engine runs on the embedded in-memory
+// server. Its runs are not durable: the CLI should say "embedded Redis:
+// in-memory only".
+func (e *Engine) Embedded() bool { return e.mini != nil }
+
+// RedisAddr returns the address of the Redis server in use (for the
+// embedded server, the loopback address it listens on).
+func (e *Engine) RedisAddr() string { return e.st.rdb.Options().Addr }
+
+// Close stops the workers started with StartWorkers, closes the
+// connections and stops the embedded server.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	bg := e.bg
+	e.bg = nil
+	e.mu.Unlock()
+	for _, b := range bg {
+		b.cancel()
+	}
+	for _, b := range bg {
+		<-b.done
+	}
+	var errs []error
+	if e.st != nil {
+		errs = append(errs, e.st.rdb.Close(), e.st.blk.Close())
+	}
+	e.closeServer()
+	return errors.Join(errs...)
+}
+
+// StartWorkers starts a background worker with concurrency n (and the
+// given options, if any) that runs until ctx is done or the engine is
+// closed. It returns the worker.
+func (e *Engine) StartWorkers(ctx context.Context, n int, opts ...WorkerOptions) *Worker {
+	var o WorkerOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if n > 0 {
+		o.Concurrency = n
+	}
+	if o.Logger == nil {
+		o.Logger = e.log
+	}
+	w := e.NewWorker(o)
+	wctx, cancel := context.WithCancel(ctx)
+	b := &bgWorker{w: w, cancel: cancel, done: make(chan struct{})}
+	go func() { defer close(b.done); w.Run(wctx) }()
+	e.mu.Lock()
+	e.bg = append(e.bg, b)
+	e.mu.Unlock()
+	return w
+}
+
+// StopWorkers stops the workers started with StartWorkers, gracefully,
+// and waits for them.
+func (e *Engine) StopWorkers() {
+	e.mu.Lock()
+	bg := e.bg
+	e.bg = nil
+	e.mu.Unlock()
+	for _, b := range bg {
+		b.cancel()
+	}
+	for _, b := range bg {
+		<-b.done
+	}
+}
+
+func (e *Engine) queueOf(handler string) string {
+	if q := e.opts.Queues[handler]; q != "" {
+		return q
+	}
+	return ControlQueue
+}
+
+// plan returns the prepared plan of w, caching by IR hash.
+func (e *Engine) plan(w *ir.Workflow) (*plan, error) {
+	if err := CheckSupported(w); err != nil {
+		return nil, err
+	}
+	hash, err := ir.Hash(w)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: hashing IR: %w", err)
+	}
+	e.mu.Lock()
+	p := e.plans[hash]
+	e.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	p, err = newPlan(w, e.queueOf)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if len(e.plans) > 1000 {
+		clear(e.plans)
+	}
+	e.plans[hash] = p
+	e.mu.Unlock()
+	return p, nil
+}
+
+// A SubmitOption changes how Submit starts a run.
+type SubmitOption func(*submitConfig)
+
+type submitConfig struct{ runID string }
+
+// WithRunID gives the run an id chosen by the caller (1 to 128 of
+// [A-Za-z0-9_.-]). Submitting the same workflow again with the same id
+// returns the existing run, so a submit can be retried safely.
+func WithRunID(id string) SubmitOption { return func(c *submitConfig) { c.runID = id } }
+
+// ErrRunExists is returned when WithRunID names a run of another workflow.
+var ErrRunExists = errors.New("run exists")
+
+// Submit validates the workflow and the inputs, stores the IR by content
+// hash and starts a run. Nothing is written when the workflow or the inputs
+// are invalid (missing required inputs, wrong types, unknown names). It
+// returns the run id.
+func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]any, opts ...SubmitOption) (string, error) {
+	var c submitConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	p, err := e.plan(w)
+	if err != nil {
+		return "", err
+	}
+	in, err := ValidateInputs(p.w, inputs)
+	if err != nil {
+		return "", err
+	}
+	run := c.runID
+	if run == "" {
+		run = newRunID()
+	} else if !validRunID(run) {
+		return "", fmt.Errorf("runtime: bad run id %q: use 1 to 128 of [A-Za-z0-9_.-]", run)
+	}
+	shard := e.st.ks.shard(run)
+	if err := e.st.putPlan(ctx, p, shard); err != nil {
+		return "", fmt.Errorf("runtime: storing the workflow: %w", err)
+	}
+	for _, q := range p.queues {
+		stream := e.st.ks.stream(shard, q)
+		e.mu.Lock()
+		known := e.groups[stream]
+		e.mu.Unlock()
+		if known {
+			continue
+		}
+		if err := e.st.ensureGroup(ctx, stream); err != nil {
+			return "", fmt.Errorf("runtime: creating queue %s: %w", q, err)
+		}
+		e.mu.Lock()
+		e.groups[stream] = true
+		e.mu.Unlock()
+	}
+	maxHops, maxFan := p.w.Settings.MaxHops, p.w.Settings.MaxFanout
+	if maxHops <= 0 {
+		maxHops = e.opts.MaxHops
+	}
+	if maxFan <= 0 {
+		maxFan = e.opts.MaxFanout
+	}
+	ref := runRef{id: run, graph: p.suffix, queues: p.queues}
+	args := struct {
+		base
+		IR         string      `json:"ir"`
+		Graph      string      `json:"graph"`
+		Workflow   string      `json:"workflow"`
+		Inputs     string      `json:"inputs"`
+		Entries    [][2]string `json:"entries"`
+		DeadlineMS int64       `json:"deadline_ms"`
+		DeadlineAt int64       `json:"deadline_at"`
+		MaxHops    int         `json:"max_hops"`
+		MaxFanout  int         `json:"max_fanout"`
+	}{
+		base: e.st.base(ref, nil), IR: p.hash, Graph: p.suffix, Workflow: p.w.Name, Inputs: string(in),
+		Entries: p.entries, DeadlineMS: p.w.Settings.DeadlineMS, MaxHops: maxHops, MaxFanout: maxFan,
+	}
+	if args.DeadlineMS > 0 {
+		args.DeadlineAt = nowMS() + args.DeadlineMS
+	}
+	res, err := e.st.call(ctx, "start", ref, args)
+	if err != nil {
+		return "", fmt.Errorf("runtime: starting run: %w", err)
+	}
+	if res == "exists" {
+		m, err := e.st.meta(ctx, run)
+		if err != nil {
+			return "", err
+		}
+		if m.IR != p.hash {
+			return "", fmt.Errorf("runtime: %w: %s runs workflow %s (IR %s)", ErrRunExists, run, m.Workflow, m.IR)
+		}
+	}
+	return run, nil
+}
+
+// Status returns the state of a run.
+func (e *Engine) Status(ctx context.Context, run string) (*Status, error) {
+	if !validRunID(run) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownRun, run)
+	}
+	return e.st.status(ctx, run)
+}
+
+// Events returns a run's event log, oldest first.
+func (e *Engine) Events(ctx context.Context, run string) ([]Event, error) {
+	if !validRunID(run) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownRun, run)
+	}
+	if _, err := e.st.meta(ctx, run); err != nil {
+		return nil, err
+	}
+	return e.st.events(ctx, run, "", 0)
+}
+
+// Wait blocks until the run is done (completed, failed or cancelled, with
+// its compensations finished) or ctx ends, and returns its status.
+func (e *Engine) Wait(ctx context.Context, run string) (*Status, error) {
+	if !validRunID(run) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownRun, run)
+	}
+	key := e.st.ks.events(run)
+	for {
+		last := "0"
+		if msgs, err := e.st.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result(); err == nil && len(msgs) > 0 {
+			last = msgs[0].ID
+		}
+		st, err := e.st.status(ctx, run)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, ErrUnknownRun) {
+				return nil, err
+			}
+			e.log.Warn("wfc: reading run status; retrying", "run", run, "err", err)
+			if !sleepCtx(ctx, time.Second) {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		if st.Done() {
+			return st, nil
+		}
+		// Wait for the next event, at most a second.
+		_, err = e.st.blk.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: 1, Block: time.Second}).Result()
+		if ctx.Err() != nil {
+			return st, ctx.Err()
+		}
+		if err != nil && err != redis.Nil && !isTimeout(err) {
+			sleepCtx(ctx, 100*time.Millisecond)
+		}
+	}
+}
+
+// Cancel stops a running run. Its queued tokens are dropped when workers
+// see them; handlers already running finish, and their completions are
+// ignored.
+func (e *Engine) Cancel(ctx context.Context, run string) error {
+	m, err := e.meta(ctx, run)
+	if err != nil {
+		return err
+	}
+	_, err = e.st.call(ctx, "cancel", m.ref(), struct {
+		base
+		Reason string `json:"reason"`
+	}{e.st.base(m.ref(), nil), "cancelled"})
+	if err != nil {
+		return fmt.Errorf("runtime: cancel: %w", err)
+	}
+	return nil
+}
+
+// Retry re-runs the failed part of a failed (or cancelled) run: the
+// execution that failed it and the executions that were queued, running or
+// waiting on a retry run again; completed nodes keep their outputs.
+func (e *Engine) Retry(ctx context.Context, run string) error {
+	m, err := e.meta(ctx, run)
+	if err != nil {
+		return err
+	}
+	var at int64
+	if m.DeadlineMS > 0 {
+		at = nowMS() + m.DeadlineMS
+	}
+	_, err = e.st.call(ctx, "rerun", m.ref(), struct {
+		base
+		DeadlineAt int64 `json:"deadline_at"`
+	}{e.st.base(m.ref(), nil), at})
+	if err != nil {
+		return fmt.Errorf("runtime: retry: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) meta(ctx context.Context, run string) (*runMeta, error) {
+	if !validRunID(run) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownRun, run)
+	}
+	return e.st.meta(ctx, run)
+}
+
+// Result decodes a completed run's result into v.
+func (s *Status) ResultInto(v any) error {
+	if s.Result == nil {
+		return fmt.Errorf("run %s has no result (state %s)", s.RunID, s.State)
+	}
+	return json.Unmarshal(s.Result, v)
+}

@@ -1,0 +1,271 @@
+package runtime
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/wfc-lang/wfc/ir"
+)
+
+// A gnode is one node of the routing graph the scripts read (docs/runtime.md,
+// "Graph"). It is stored as JSON in the field named by the node id of the
+// graph hash; field "_" holds a graphInfo.
+type gnode struct {
+	Q     string      `json:"q"`               // queue of the node's tokens
+	Out   [][2]string `json:"out,omitempty"`   // outgoing forward edges [to, kind]
+	In    [][2]string `json:"in,omitempty"`    // incoming forward edges [from, kind], joins only
+	Join  string      `json:"join,omitempty"`  // "all" or "any", joins only
+	Loops []string    `json:"loops,omitempty"` // loop nodes whose body holds the node, outer first
+	Back  string      `json:"back,omitempty"`  // back_to of a loop node
+	CQ    string      `json:"cq,omitempty"`    // queue of the compensate handler, if any
+}
+
+type graphInfo struct {
+	Ctl     string `json:"ctl"`     // control queue
+	Outputs bool   `json:"outputs"` // the workflow has outputs to evaluate at the end
+}
+
+// A plan is a workflow prepared for execution: its IR, content hash,
+// routing graph and queue assignment. Plans are immutable and cached by
+// IR hash and queue assignment.
+type plan struct {
+	w       *ir.Workflow
+	hash    string // ir.Hash
+	suffix  string // graph key suffix: hash + "." + queue-assignment hash
+	nodes   map[string]*ir.Node
+	graph   map[string]*gnode
+	info    graphInfo
+	queues  []string // the run's queues, control queue first
+	entries [][2]string
+	order   map[string]int // position in w.Order
+	cel     *celCache
+
+	ancMu sync.Mutex
+	anc   map[string][]string
+}
+
+// queueOf maps a handler name to the queue its tokens go to.
+type queueOf func(handler string) string
+
+// newPlan prepares w, which it does not modify: it works on a decoded copy,
+// analyzed and validated.
+func newPlan(w *ir.Workflow, qf queueOf) (*plan, error) {
+	if err := CheckSupported(w); err != nil {
+		return nil, err
+	}
+	data, err := ir.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: encoding IR: %w", err)
+	}
+	return planFromJSON(data, qf)
+}
+
+// planFromJSON prepares an IR document.
+func planFromJSON(data []byte, qf queueOf) (*plan, error) {
+	w, err := ir.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: invalid IR: %w", err)
+	}
+	if ps := ir.Validate(w); len(ps) > 0 {
+		return nil, fmt.Errorf("runtime: invalid IR: %w", ir.Problems(ps))
+	}
+	if err := CheckSupported(w); err != nil {
+		return nil, err
+	}
+	hash, err := ir.Hash(w)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: hashing IR: %w", err)
+	}
+	p := &plan{
+		w:     w,
+		hash:  hash,
+		nodes: make(map[string]*ir.Node, len(w.Nodes)),
+		graph: make(map[string]*gnode, len(w.Nodes)),
+		info:  graphInfo{Ctl: ControlQueue, Outputs: len(w.Outputs) > 0},
+		order: make(map[string]int, len(w.Order)),
+	}
+	for i, id := range w.Order {
+		p.order[id] = i
+	}
+	if qf == nil {
+		qf = func(string) string { return ControlQueue }
+	}
+	queues := map[string]bool{ControlQueue: true}
+	var assign []string
+	for i := range w.Nodes {
+		n := &w.Nodes[i]
+		p.nodes[n.ID] = n
+		g := &gnode{Q: qf(n.Handler)}
+		if g.Q == "" {
+			g.Q = ControlQueue
+		}
+		queues[g.Q] = true
+		assign = append(assign, n.ID+"="+g.Q)
+		if n.Compensate != nil {
+			g.CQ = cmp.Or(qf(n.Compensate.Handler), ControlQueue)
+			queues[g.CQ] = true
+			assign = append(assign, n.ID+"~"+g.CQ)
+		}
+		if n.Loop != nil {
+			g.Back = n.Loop.BackTo
+		}
+		if n.JoinInfo != nil {
+			g.Join = cmp.Or(n.JoinInfo.Mode, ir.JoinAll)
+			for _, e := range n.JoinInfo.Incoming {
+				g.In = append(g.In, [2]string{e.From, e.Kind})
+			}
+		}
+		p.graph[n.ID] = g
+	}
+	seen := map[[3]string]bool{}
+	for _, e := range w.Edges {
+		if !ir.Forward(e.Kind) || seen[[3]string{e.From, e.To, e.Kind}] {
+			continue
+		}
+		seen[[3]string{e.From, e.To, e.Kind}] = true
+		g := p.graph[e.From]
+		if g == nil || p.graph[e.To] == nil {
+			return nil, fmt.Errorf("runtime: edge %s -> %s names an unknown node", e.From, e.To)
+		}
+		g.Out = append(g.Out, [2]string{e.To, e.Kind})
+	}
+	// Loops: every node lists the loops whose body holds it, outer first.
+	// Nested bodies are strictly smaller, so sorting by size orders them.
+	bodySize := map[string]int{}
+	for i := range w.Nodes {
+		n := &w.Nodes[i]
+		if n.Loop == nil {
+			continue
+		}
+		if len(n.LoopBody) == 0 {
+			return nil, fmt.Errorf("runtime: loop node %q has no loop body (back_to %q)", n.ID, n.Loop.BackTo)
+		}
+		bodySize[n.ID] = len(n.LoopBody)
+		for _, b := range n.LoopBody {
+			if g := p.graph[b]; g != nil {
+				g.Loops = append(g.Loops, n.ID)
+			}
+		}
+	}
+	for _, g := range p.graph {
+		sort.SliceStable(g.Loops, func(i, j int) bool { return bodySize[g.Loops[i]] > bodySize[g.Loops[j]] })
+	}
+	for _, id := range w.Entries {
+		p.entries = append(p.entries, [2]string{id, firstVec(p.graph[id])})
+	}
+	if len(p.entries) == 0 {
+		return nil, fmt.Errorf("runtime: workflow %q has no entry node", w.Name)
+	}
+	delete(queues, ControlQueue)
+	p.queues = []string{ControlQueue}
+	for q := range queues {
+		p.queues = append(p.queues, q)
+	}
+	slices.Sort(p.queues[1:])
+	sort.Strings(assign)
+	qh := "d"
+	if slices.ContainsFunc(assign, func(s string) bool {
+		_, q, _ := strings.Cut(strings.Replace(s, "~", "=", 1), "=")
+		return q != ControlQueue
+	}) {
+		sum := sha256.Sum256([]byte(strings.Join(assign, "\n")))
+		qh = hex.EncodeToString(sum[:6])
+	}
+	p.suffix = hash + "." + qh
+	p.cel = newCELCache(p)
+	return p, nil
+}
+
+// graphFields returns the graph hash to store for the plan.
+func (p *plan) graphFields() (map[string]any, error) {
+	f := make(map[string]any, len(p.graph)+1)
+	info, err := json.Marshal(p.info)
+	if err != nil {
+		return nil, err
+	}
+	f["_"] = string(info)
+	for id, g := range p.graph {
+		b, err := json.Marshal(g)
+		if err != nil {
+			return nil, err
+		}
+		f[id] = string(b)
+	}
+	return f, nil
+}
+
+// firstVec is the iteration vector of a node's first execution: 1 for every
+// loop around it ("" outside loops).
+func firstVec(g *gnode) string {
+	if g == nil || len(g.Loops) == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(strings.Repeat("1.", len(g.Loops)), ".")
+}
+
+// execKey names one execution of a node: the node id, then "@" and the
+// iteration vector inside loops (e.g. "check@3" or "inner@2.1").
+func execKey(node, vec string) string {
+	if vec == "" {
+		return node
+	}
+	return node + "@" + vec
+}
+
+// splitExecKey is the inverse of execKey.
+func splitExecKey(x string) (node, vec string) {
+	node, vec, _ = strings.Cut(x, "@")
+	return node, vec
+}
+
+// loopIteration returns the iteration of a loop node's own loop: the last
+// component of its iteration vector.
+func loopIteration(vec string) int {
+	if i := strings.LastIndexByte(vec, '.'); i >= 0 {
+		vec = vec[i+1:]
+	}
+	n, err := strconv.Atoi(vec)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// CheckSupported reports whether this runtime can execute w: the IR must
+// analyze cleanly, and agent, human and flow nodes are not supported yet.
+// The CLI should call it before submitting a run.
+func CheckSupported(w *ir.Workflow) error {
+	if w == nil {
+		return fmt.Errorf("runtime: nil workflow")
+	}
+	if w.IRVersion != "" && w.IRVersion != ir.Version {
+		return fmt.Errorf("runtime: unsupported ir_version %q (this runtime executes %q)", w.IRVersion, ir.Version)
+	}
+	var unsupported []string
+	for i := range w.Nodes {
+		n := &w.Nodes[i]
+		switch n.Type {
+		case ir.NodeTask:
+			if n.Handler == "" {
+				return fmt.Errorf("runtime: task node %q has no handler", n.ID)
+			}
+		case ir.NodeAgent, ir.NodeHuman, ir.NodeFlow:
+			unsupported = append(unsupported, fmt.Sprintf("%s (%s)", n.ID, n.Type))
+		default:
+			return fmt.Errorf("runtime: node %q has unknown type %q", n.ID, n.Type)
+		}
+	}
+	if len(unsupported) > 0 {
+		return fmt.Errorf("runtime: workflow %q uses node kinds this runtime cannot execute yet (agent, human and flow nodes are not supported): %s",
+			w.Name, strings.Join(unsupported, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// maxOutput bounds what exec keeps of stdout and stderr.
+const maxOutput = 1 << 20
+
+type execHandler struct{ allow bool }
+
+type execConfig struct {
+	Argv  []string          `json:"argv"`
+	Env   map[string]string `json:"env"`
+	Stdin string            `json:"stdin"`
+	Dir   string            `json:"dir"`
+}
+
+// Run runs argv directly, without a shell, with an environment of PATH
+// and the configured variables only. A non-zero exit status is part of the
+// output, not an error; a program that cannot start is a permanent error.
+func (h *execHandler) Run(ctx context.Context, req Request) (json.RawMessage, error) {
+	if !h.allow {
+		return nil, Permanentf("exec: running programs is disabled on this worker (start it with --allow-exec)")
+	}
+	var c execConfig
+	if err := decodeConfig(req, &c); err != nil {
+		return nil, err
+	}
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return nil, Permanentf("exec: argv is empty")
+	}
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range c.Env {
+		if strings.ContainsAny(k, "=\x00") {
+			return nil, Permanentf("exec: bad environment variable name %q", k)
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdin = strings.NewReader(c.Stdin)
+	var stdout, stderr capped
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+		default:
+			return nil, Permanentf("exec: %v", err)
+		}
+	}
+	return json.Marshal(map[string]any{"exit_code": code, "stdout": stdout.String(), "stderr": stderr.String()})
+}
+
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := maxOutput - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}

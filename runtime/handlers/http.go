@@ -1,0 +1,174 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxBody bounds the response body the http handler reads.
+const maxBody = 10 << 20
+
+type httpHandler struct {
+	client *http.Client
+	tries  int
+	// wait bounds a Retry-After wait; tests shorten it.
+	maxWait time.Duration
+}
+
+func newHTTP(opts Options) *httpHandler {
+	h := &httpHandler{client: opts.HTTPClient, tries: opts.HTTPTries, maxWait: 30 * time.Second}
+	if h.client == nil {
+		h.client = &http.Client{}
+	}
+	if h.tries <= 0 {
+		h.tries = 3
+	}
+	return h
+}
+
+type httpConfig struct {
+	URL     string            `json:"url"`
+	Method  string            `json:"method"`
+	Headers map[string]string `json:"headers"`
+	Body    json.RawMessage   `json:"body"`
+	Timeout string            `json:"timeout"`
+}
+
+type httpOutput struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    any               `json:"body"`
+}
+
+// Run sends one JSON request. Network errors and 5xx responses are sent
+// again (up to tries times, waiting as Retry-After says, else 0.2 s, 0.4 s,
+// ...); after that they are retryable errors for the node's retry policy.
+// Any other status is the output: the workflow decides what it means.
+func (h *httpHandler) Run(ctx context.Context, req Request) (json.RawMessage, error) {
+	var c httpConfig
+	if err := decodeConfig(req, &c); err != nil {
+		return nil, err
+	}
+	if c.URL == "" {
+		return nil, Permanentf("http: config has no url")
+	}
+	if c.Method == "" {
+		c.Method = http.MethodGet
+		if len(c.Body) > 0 && string(c.Body) != "null" {
+			c.Method = http.MethodPost
+		}
+	}
+	timeout, err := parseDuration(c.Timeout)
+	if err != nil {
+		return nil, Permanentf("http: %v", err)
+	}
+	var lastErr error
+	for try := 1; try <= h.tries; try++ {
+		out, wait, err := h.once(ctx, req, &c, timeout)
+		if err == nil {
+			return out, nil
+		}
+		if IsPermanent(err) || ctx.Err() != nil {
+			return nil, err
+		}
+		lastErr = err
+		if try == h.tries {
+			break
+		}
+		if wait <= 0 {
+			wait = time.Duration(200<<(try-1)) * time.Millisecond
+		}
+		wait = min(wait, h.maxWait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+	return nil, lastErr
+}
+
+// once sends the request once. It returns the output, or an error and how
+// long the server asked to wait (Retry-After).
+func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, timeout time.Duration) (json.RawMessage, time.Duration, error) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if len(c.Body) > 0 && string(c.Body) != "null" {
+		body = bytes.NewReader(c.Body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, strings.ToUpper(c.Method), c.URL, body)
+	if err != nil {
+		return nil, 0, Permanentf("http: %v", err)
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	hr.Header.Set("Accept", "application/json")
+	if req.IdempotencyKey != "" {
+		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
+	}
+	for k, v := range c.Headers {
+		hr.Header.Set(k, v)
+	}
+	resp, err := h.client.Do(hr)
+	if err != nil {
+		return nil, 0, fmt.Errorf("http: %s %s: %w", hr.Method, c.URL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("http: reading response: %w", err)
+	}
+	if len(data) > maxBody {
+		return nil, 0, Permanentf("http: response body over %d bytes", maxBody)
+	}
+	if resp.StatusCode >= 500 {
+		return nil, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("http: %s %s: %s", hr.Method, c.URL, resp.Status)
+	}
+	out := httpOutput{Status: resp.StatusCode, Headers: map[string]string{}}
+	for k, v := range resp.Header {
+		out.Headers[k] = strings.Join(v, ", ")
+	}
+	out.Body = string(data)
+	if len(bytes.TrimSpace(data)) == 0 {
+		out.Body = nil
+	} else if strings.Contains(resp.Header.Get("Content-Type"), "json") || json.Valid(data) {
+		var v any
+		if json.Unmarshal(data, &v) == nil {
+			out.Body = json.RawMessage(data)
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, 0, errors.New("http: encoding output: " + err.Error())
+	}
+	return b, 0, nil
+}
+
+// retryAfter parses a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t)
+	}
+	return 0
+}

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/wfc-lang/wfc/ir"
+)
+
+// An InputError lists everything wrong with a run's inputs.
+type InputError struct {
+	Problems []string
+}
+
+func (e *InputError) Error() string {
+	if len(e.Problems) == 1 {
+		return "invalid inputs: " + e.Problems[0]
+	}
+	return "invalid inputs:\n\t" + strings.Join(e.Problems, "\n\t")
+}
+
+// ValidateInputs checks a run's inputs against the workflow's input block
+// and returns them as a JSON object with defaults filled in. Unknown names,
+// missing required inputs and values of the wrong type are errors; nothing
+// is written anywhere. Values may be what encoding/json decodes (float64
+// numbers, json.Number, map[string]any, []any) or Go ints, strings, bools,
+// slices and maps of them.
+func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, error) {
+	var probs []string
+	declared := map[string]*ir.Input{}
+	for i := range w.Inputs {
+		declared[w.Inputs[i].Name] = &w.Inputs[i]
+	}
+	var unknown []string
+	for k := range inputs {
+		if declared[k] == nil {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		probs = append(probs, fmt.Sprintf("unknown input %q", k))
+	}
+	out := map[string]json.RawMessage{}
+	for i := range w.Inputs {
+		in := &w.Inputs[i]
+		v, ok := inputs[in.Name]
+		if !ok {
+			switch {
+			case in.Default != nil:
+				out[in.Name] = in.Default
+			case in.Required:
+				probs = append(probs, fmt.Sprintf("missing required input %q (%s)", in.Name, typeString(&in.Type)))
+			}
+			continue
+		}
+		// Normalize through JSON, then check the decoded form.
+		data, err := json.Marshal(v)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("input %q: %v", in.Name, err))
+			continue
+		}
+		dv, err := decodeJSON(data)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("input %q: %v", in.Name, err))
+			continue
+		}
+		if v == nil && !in.Required {
+			continue // an explicit null for an optional input: absent
+		}
+		if err := checkType(dv, &in.Type, "input "+in.Name); err != nil {
+			probs = append(probs, err.Error())
+			continue
+		}
+		out[in.Name] = data
+	}
+	if len(probs) > 0 {
+		return nil, &InputError{Problems: probs}
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return nil, errors.New("encoding inputs: " + err.Error())
+	}
+	return data, nil
+}
+
+func typeString(t *ir.Type) string {
+	if t == nil {
+		return "any"
+	}
+	switch t.Kind {
+	case ir.KindList:
+		return "list<" + typeString(t.Elem) + ">"
+	case ir.KindMap:
+		return "map<" + typeString(t.Elem) + ">"
+	case ir.KindObject:
+		var parts []string
+		for _, f := range t.Fields {
+			q := ""
+			if f.Optional {
+				q = "?"
+			}
+			parts = append(parts, f.Name+q+": "+typeString(&f.Type))
+		}
+		return "{ " + strings.Join(parts, "  ") + " }"
+	}
+	return t.Kind
+}

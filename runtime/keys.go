@@ -1,0 +1,138 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+)
+
+// DefaultPrefix is the prefix of every key the runtime writes.
+const DefaultPrefix = "wf"
+
+// Group is the consumer group every worker reads the queue streams with.
+const Group = "wfc"
+
+// ControlQueue is the queue that carries a run's control messages: run
+// deadlines and the evaluation of the workflow's outputs. At least one worker
+// must serve it.
+const ControlQueue = "default"
+
+// keyspace computes the key layout (docs/runtime.md, "Keys"). Every key of a
+// run, and the queues and timers its scripts write to, carry the run's shard
+// as a hash tag, so that a script only touches keys of one Redis Cluster slot.
+type keyspace struct {
+	prefix string
+	shards int
+}
+
+// shard returns the shard of a run: FNV-1a of the run id modulo the shard
+// count. Every process of a deployment must use the same shard count.
+func (k keyspace) shard(run string) int {
+	if k.shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(run))
+	return int(h.Sum32() % uint32(k.shards))
+}
+
+func (k keyspace) tag(shard int) string { return fmt.Sprintf("%s:{%d}", k.prefix, shard) }
+
+// runKeys returns the fixed keys of a run in script order (KEYS[1..9]).
+func (k keyspace) runKeys(run string) []string {
+	base := k.tag(k.shard(run)) + ":run:" + run + ":"
+	return []string{
+		base + "meta",    // hash: status, counter, gen, ir, graph, inputs, result, error, ...
+		base + "applied", // set: operation keys already applied
+		base + "state",   // hash: exec key -> node state; hop|x, err|x, att|x
+		base + "ctx",     // hash: exec key (and node id) -> output JSON
+		base + "joins",   // hash: join arrivals and counts
+		base + "events",  // stream: the run's event log
+		"",               // graph key, filled in by the caller
+		base + "items",   // hash: for_each items, item states and outputs
+		base + "comp",    // list: compensable exec keys in completion order
+	}
+}
+
+func (k keyspace) meta(run string) string   { return k.runKeys(run)[0] }
+func (k keyspace) state(run string) string  { return k.runKeys(run)[2] }
+func (k keyspace) ctx(run string) string    { return k.runKeys(run)[3] }
+func (k keyspace) events(run string) string { return k.runKeys(run)[5] }
+func (k keyspace) items(run string) string  { return k.runKeys(run)[7] }
+
+// graph is the per-shard copy of a workflow's routing graph; suffix is the
+// IR hash and the queue-assignment hash.
+func (k keyspace) graph(shard int, suffix string) string {
+	return k.tag(shard) + ":graph:" + suffix
+}
+
+func (k keyspace) stream(shard int, queue string) string { return k.tag(shard) + ":q:" + queue }
+func (k keyspace) timers(shard int, queue string) string { return k.tag(shard) + ":timers:" + queue }
+
+// ir is the content-addressed IR document. It is read with plain commands,
+// never inside a script, so it needs no hash tag.
+func (k keyspace) ir(hash string) string { return k.prefix + ":ir:" + hash }
+
+// scriptKeys returns KEYS for a run script: the nine run keys, then a stream
+// and a timers key for each of the run's queues.
+func (k keyspace) scriptKeys(run, graphSuffix string, queues []string) []string {
+	s := k.shard(run)
+	keys := k.runKeys(run)
+	keys[6] = k.graph(s, graphSuffix)
+	for _, q := range queues {
+		keys = append(keys, k.stream(s, q), k.timers(s, q))
+	}
+	return keys
+}
+
+// newRunID returns a 26-character, time-ordered, random id in Crockford
+// base32 (48 bits of milliseconds, 80 random bits).
+func newRunID() string {
+	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+	var b [16]byte
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	if _, err := rand.Read(b[6:]); err != nil {
+		panic(err)
+	}
+	// 128 bits -> 26 base32 digits (the top 2 bits of the first digit are 0).
+	var out [26]byte
+	var acc uint64
+	var bits uint
+	j := 25
+	for i := 15; i >= 0; i-- {
+		acc |= uint64(b[i]) << bits
+		bits += 8
+		for bits >= 5 && j >= 0 {
+			out[j] = alphabet[acc&31]
+			acc >>= 5
+			bits -= 5
+			j--
+		}
+	}
+	if j >= 0 {
+		out[j] = alphabet[acc&31]
+	}
+	return string(out[:])
+}
+
+// validRunID reports whether id can name a run: 1 to 128 of [A-Za-z0-9_.-].
+// Run ids are spliced into keys and into tokens the scripts build, so no
+// other characters are allowed.
+func validRunID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.-", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,679 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// A Token is the message a queue stream carries (field "t"), as JSON.
+type Token struct {
+	// Kind: "exec" (run a node), "item" (run one for_each item), "fin"
+	// (collect a for_each node's items and route), "comp" (run a
+	// compensation), "finish" (evaluate the run's outputs), "deadline".
+	Kind    string `json:"kind"`
+	Run     string `json:"run"`
+	Node    string `json:"node,omitempty"`
+	Iter    string `json:"iter,omitempty"`
+	Hop     int    `json:"hop,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// Item is the for_each item index ("item"), the compensation index
+	// ("comp"), else -1.
+	Item int `json:"item"`
+	Gen  int `json:"gen"`
+}
+
+// A job is the handling of one message.
+type job struct {
+	w    *Worker
+	ctx  context.Context
+	tok  Token
+	msg  *msgRef
+	m    *runMeta
+	p    *plan
+	n    *ir.Node
+	x    string // exec key
+	ref  runRef
+	strm string
+}
+
+func (w *Worker) process(ctx context.Context, stream, q, id, raw string) error {
+	var tok Token
+	tok.Item = -1
+	if err := json.Unmarshal([]byte(raw), &tok); err != nil || tok.Run == "" {
+		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", raw)
+		return w.st.rdb.XAck(ctx, stream, Group, id).Err()
+	}
+	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream}
+	m, err := w.st.meta(ctx, tok.Run)
+	if errors.Is(err, ErrUnknownRun) {
+		w.log.Warn("wfc worker: dropping a token of an unknown run", "run", tok.Run, "id", id)
+		return j.ack()
+	}
+	if err != nil {
+		return err
+	}
+	j.m, j.ref = m, m.ref()
+	if tok.Kind == "comp" {
+		if m.Status != RunFailed || tok.Gen < m.Gen {
+			return j.ack()
+		}
+	} else if m.Status != RunRunning || tok.Gen < m.Gen {
+		return j.ack() // the run ended, or the token is stale (partial retry)
+	}
+	if j.p, err = w.st.planFor(ctx, m.IR); err != nil {
+		return fmt.Errorf("run %s: %w", m.ID, err)
+	}
+	if tok.Node != "" {
+		if j.n = j.p.nodes[tok.Node]; j.n == nil {
+			return j.abort(fmt.Sprintf("token names unknown node %q", tok.Node), "")
+		}
+		j.x = execKey(tok.Node, tok.Iter)
+	}
+	switch tok.Kind {
+	case "exec":
+		return j.exec()
+	case "item":
+		return j.item()
+	case "fin":
+		return j.collect()
+	case "comp":
+		return j.compensate()
+	case "finish":
+		return j.finish()
+	case "deadline":
+		if tok.Gen != m.Gen {
+			return j.ack()
+		}
+		return j.abort(fmt.Sprintf("deadline of %s exceeded", time.Duration(m.DeadlineMS)*time.Millisecond), "")
+	}
+	w.log.Error("wfc worker: dropping a token of unknown kind", "kind", tok.Kind, "id", id)
+	return j.ack()
+}
+
+func (j *job) ack() error { return j.w.st.rdb.XAck(j.ctx, j.strm, Group, j.msg.ID).Err() }
+
+// script runs a run script and logs non-ok replies.
+func (j *job) script(name string, args any) error {
+	res, err := j.w.st.call(j.ctx, name, j.ref, args)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", name, cmpOrStr(j.x, j.tok.Run), err)
+	}
+	if res != "ok" && res != "failed" {
+		j.w.log.Debug("wfc worker: transition not applied", "script", name, "run", j.tok.Run, "x", j.x, "reply", res)
+	}
+	return nil
+}
+
+func cmpOrStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (j *job) base() base { return j.w.st.base(j.ref, j.msg) }
+
+type completeArgs struct {
+	base
+	Node    string      `json:"node"`
+	Iter    string      `json:"iter"`
+	Hop     int         `json:"hop"`
+	Gen     int         `json:"gen"`
+	Mode    string      `json:"mode"`
+	Output  string      `json:"output,omitempty"`
+	Error   string      `json:"error,omitempty"`
+	Real    [][2]string `json:"real,omitempty"`
+	Loop    bool        `json:"loop"`
+	Item    int         `json:"item"`
+	FailRun bool        `json:"failrun"`
+}
+
+func (j *job) complete(a completeArgs) error {
+	a.base, a.Node, a.Iter, a.Hop, a.Gen = j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen
+	return j.script("complete", a)
+}
+
+func (j *job) abort(reason, x string) error {
+	return j.script("abort", struct {
+		base
+		Gen    int    `json:"gen"`
+		Reason string `json:"reason"`
+		X      string `json:"x"`
+	}{j.base(), j.tok.Gen, reason, x})
+}
+
+// outputs reads the latest outputs of the given nodes.
+func (j *job) outputs(ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.ctx(j.tok.Run), ids...).Result()
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
+		if s, ok := v.(string); ok {
+			out[ids[i]] = s
+		}
+	}
+	return out, nil
+}
+
+// activation binds input and the outputs of the nodes in ids.
+func (j *job) activation(ids []string) (vars, error) {
+	outs, err := j.outputs(ids)
+	if err != nil {
+		return nil, redisErr{err}
+	}
+	act, err := j.p.activation(j.m.Inputs, outs)
+	if err != nil {
+		return nil, &evalError{what: "activation", err: err}
+	}
+	return act, nil
+}
+
+// redisErr tells errors of Redis (the message stays pending and is handled
+// again) from errors of the node.
+type redisErr struct{ error }
+
+func (j *job) exec() error {
+	st, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x).Result()
+	if err != nil && err != redis.Nil {
+		return err
+	}
+	if st != NodeQueued && st != NodeRetrying {
+		return j.ack() // done already, or an unknown execution
+	}
+	if max := j.m.MaxHops; max > 0 && j.tok.Hop > max {
+		return j.abort(fmt.Sprintf("max_hops %d exceeded: %s would run at hop %d", max, j.x, j.tok.Hop), j.x)
+	}
+	n := j.n
+	act, err := j.activation(j.p.ancestors(n.ID))
+	if err != nil {
+		return j.evalFailed(err, -1)
+	}
+	if n.When != nil {
+		ok, err := j.p.evalBool(j.ctx, n.When, n.ID+".when", act)
+		if err != nil {
+			return j.evalFailed(err, -1)
+		}
+		if !ok {
+			return j.complete(completeArgs{Mode: "skip", Item: -1})
+		}
+	}
+	if n.ForEach != nil {
+		return j.expand(act)
+	}
+	cfg, err := j.p.params(j.ctx, n.With, n.ID, act)
+	if err != nil {
+		return j.evalFailed(err, -1)
+	}
+	out, err := j.call(n.Handler, cfg, -1, false)
+	if err == nil {
+		err = j.checkOutput(out)
+	}
+	if err != nil {
+		return j.handlerFailed(err, -1)
+	}
+	return j.succeed(out, act)
+}
+
+// checkOutput checks a handler output against the node's output type; a
+// value that does not fit fails the attempt.
+func (j *job) checkOutput(out json.RawMessage) error {
+	t := itemType(j.n)
+	if t == nil {
+		return nil
+	}
+	v, err := decodeJSON(out)
+	if err != nil {
+		return handlers.Permanentf("output is not JSON: %v", err)
+	}
+	if err := checkType(v, t, "output"); err != nil {
+		return fmt.Errorf("handler %s: %w", j.n.Handler, err)
+	}
+	return nil
+}
+
+// succeed routes a node that ran: loop, then branch, then plain edges.
+func (j *job) succeed(out json.RawMessage, act vars) error {
+	real, loop, err := j.decide(out, act)
+	if err != nil {
+		return j.evalFailed(err, -1)
+	}
+	return j.complete(completeArgs{Mode: "ok", Output: string(out), Real: real, Loop: loop, Item: -1})
+}
+
+// decide evaluates a node's loop and branch on its output and returns the
+// edges that get real tokens, or loop=true to run the next iteration.
+func (j *job) decide(out json.RawMessage, act vars) (real [][2]string, loop bool, err error) {
+	n, p := j.n, j.p
+	ov, err := jsonToCEL(out, outputType(n))
+	if err != nil {
+		return nil, false, fmt.Errorf("output: %w", err)
+	}
+	act = act.with("output", ov)
+	if n.Loop != nil {
+		more, err := p.evalBool(j.ctx, &n.Loop.While, n.ID+".loop.while", act)
+		if err != nil {
+			return nil, false, err
+		}
+		if more {
+			if i := loopIteration(j.tok.Iter); i < n.Loop.Max {
+				return nil, true, nil
+			}
+			if len(n.Loop.Exhausted) == 0 {
+				return nil, false, fmt.Errorf("loop exhausted: while still true after %d iterations and no exhausted path", n.Loop.Max)
+			}
+			return p.edges(n.ID, ir.EdgeExhausted, nil), false, nil
+		}
+	}
+	if n.Branch != nil {
+		for i := range n.Branch.Rules {
+			r := &n.Branch.Rules[i]
+			ok, err := p.evalBool(j.ctx, &r.When, fmt.Sprintf("%s.branch[%d]", n.ID, i), act)
+			if err != nil {
+				return nil, false, err
+			}
+			if ok {
+				return p.edges(n.ID, ir.EdgeBranch, r.Targets), false, nil
+			}
+		}
+		return p.edges(n.ID, ir.EdgeDefault, n.Branch.Default), false, nil
+	}
+	return p.edges(n.ID, ir.EdgeAfter, nil), false, nil
+}
+
+// edges returns the outgoing forward edges of node id of the given kind,
+// limited to targets when targets is not nil.
+func (p *plan) edges(id, kind string, targets []string) [][2]string {
+	var out [][2]string
+	for _, e := range p.graph[id].Out {
+		if e[1] != kind {
+			continue
+		}
+		if targets != nil && !contains(targets, e[0]) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// handlerFailed retries a failed attempt when the error is retryable and
+// attempts are left, else fails the node.
+func (j *job) handlerFailed(err error, item int) error {
+	if j.ctx.Err() != nil {
+		return errAbandon
+	}
+	var re redisErr
+	if errors.As(err, &re) {
+		return re.error
+	}
+	attempts := 1
+	if j.n.Retry != nil && j.n.Retry.Attempts > 0 {
+		attempts = j.n.Retry.Attempts
+	}
+	attempt := max(j.tok.Attempt, 1)
+	if !handlers.IsPermanent(err) && attempt < attempts {
+		due := time.Now().Add(backoffDelay(j.n.Retry, attempt)).UnixMilli()
+		return j.script("retry", struct {
+			base
+			Node    string `json:"node"`
+			Iter    string `json:"iter"`
+			Hop     int    `json:"hop"`
+			Gen     int    `json:"gen"`
+			Item    int    `json:"item"`
+			Attempt int    `json:"attempt"`
+			Due     int64  `json:"due"`
+			Error   string `json:"error"`
+		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, err.Error()})
+	}
+	if attempts > 1 && !handlers.IsPermanent(err) {
+		err = fmt.Errorf("attempt %d of %d: %w", attempt, attempts, err)
+	}
+	return j.failNode(err, item)
+}
+
+// evalFailed fails the node for an expression that did not evaluate
+// (no retry), unless the cause is Redis.
+func (j *job) evalFailed(err error, item int) error {
+	var re redisErr
+	if errors.As(err, &re) {
+		return re.error
+	}
+	if j.ctx.Err() != nil {
+		return errAbandon
+	}
+	return j.failNode(err, item)
+}
+
+// failNode records a node failure: its on_error targets get real tokens,
+// or, without on_error, the run fails.
+func (j *job) failNode(err error, item int) error {
+	msg := err.Error()
+	if len(j.n.OnError) > 0 {
+		return j.complete(completeArgs{Mode: "fail", Error: msg, Real: j.p.edges(j.n.ID, ir.EdgeError, nil), Item: item})
+	}
+	return j.complete(completeArgs{Mode: "fail", Error: msg, Item: item, FailRun: true})
+}
+
+// backoffDelay is the delay before retry k (k = 1 after the first attempt):
+// delay (fixed), k×delay (linear) or delay×2^(k−1) (exponential), at most
+// max_delay when set.
+func backoffDelay(r *ir.Retry, k int) time.Duration {
+	if r == nil {
+		return 0
+	}
+	d := time.Duration(r.DelayMS) * time.Millisecond
+	switch r.Backoff {
+	case ir.BackoffLinear:
+		d *= time.Duration(k)
+	case ir.BackoffExponential:
+		d <<= min(k-1, 40)
+	}
+	if r.MaxDelayMS > 0 && (d > time.Duration(r.MaxDelayMS)*time.Millisecond || d < 0) {
+		d = time.Duration(r.MaxDelayMS) * time.Millisecond
+	}
+	return max(d, 0)
+}
+
+// call runs a handler for this execution with the node's attempt timeout.
+func (j *job) call(name string, cfg json.RawMessage, item int, comp bool) (json.RawMessage, error) {
+	h, ok := j.w.opts.Handlers.Lookup(name)
+	if !ok {
+		return nil, handlers.Permanentf("no handler %q is registered on worker %s", name, j.w.opts.Consumer)
+	}
+	key := j.tok.Run + "/" + j.x
+	if item >= 0 {
+		key += "/" + strconv.Itoa(item)
+	}
+	if comp {
+		key = "compensate/" + key
+	}
+	req := handlers.Request{
+		RunID: j.tok.Run, Workflow: j.m.Workflow, Node: j.tok.Node, Iteration: j.tok.Iter, Item: item,
+		Attempt: max(j.tok.Attempt, 1), Handler: name, Config: cfg, IdempotencyKey: key, Compensation: comp,
+	}
+	ctx := j.ctx
+	var cancel context.CancelFunc = func() {}
+	if j.n.TimeoutMS > 0 {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(j.n.TimeoutMS)*time.Millisecond)
+	}
+	defer cancel()
+	out, err := handlers.Call(ctx, h, req)
+	if err != nil && j.ctx.Err() == nil && ctx.Err() == context.DeadlineExceeded {
+		err = fmt.Errorf("attempt timed out after %s: %w", time.Duration(j.n.TimeoutMS)*time.Millisecond, err)
+	}
+	return out, err
+}
+
+// expand starts a for_each node.
+func (j *job) expand(act vars) error {
+	n := j.n
+	v, err := j.p.eval(j.ctx, &n.ForEach.Items, n.ID+".for_each", act)
+	if err != nil {
+		return j.evalFailed(err, -1)
+	}
+	l, ok := v.(traits.Lister)
+	if !ok {
+		return j.failNode(fmt.Errorf("for_each: %s is %s, not a list", n.ForEach.Items.CEL, v.Type().TypeName()), -1)
+	}
+	var items []string
+	for it := l.Iterator(); it.HasNext() == types.True; {
+		data, err := celJSON(it.Next())
+		if err != nil {
+			return j.failNode(fmt.Errorf("for_each item: %w", err), -1)
+		}
+		items = append(items, string(data))
+	}
+	if max := j.m.MaxFanout; max > 0 && len(items) > max {
+		return j.failNode(fmt.Errorf("for_each: %d items exceed max_fanout %d", len(items), max), -1)
+	}
+	if len(items) == 0 {
+		return j.succeed(json.RawMessage("[]"), act)
+	}
+	return j.script("expand", struct {
+		base
+		Node     string   `json:"node"`
+		Iter     string   `json:"iter"`
+		Hop      int      `json:"hop"`
+		Gen      int      `json:"gen"`
+		Items    []string `json:"items"`
+		Parallel int      `json:"parallel"`
+	}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, items, n.ForEach.Parallel})
+}
+
+// item runs one for_each item.
+func (j *job) item() error {
+	k := j.tok.Item
+	pipe := j.w.st.rdb.Pipeline()
+	stc := pipe.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x)
+	itc := pipe.HMGet(j.ctx, j.w.ks.items(j.tok.Run), fmt.Sprintf("%s|i|%d", j.x, k), fmt.Sprintf("%s|s|%d", j.x, k))
+	if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
+		return err
+	}
+	vals := itc.Val()
+	raw, _ := vals[0].(string)
+	ist, _ := vals[1].(string)
+	if stc.Val() != NodeRunning || ist == "done" || raw == "" {
+		return j.ack()
+	}
+	n := j.n
+	act, err := j.activation(j.p.ancestors(n.ID))
+	if err != nil {
+		return j.evalFailed(err, k)
+	}
+	var elem *ir.Type
+	if t := n.ForEach.Items.Type; t != nil && t.Kind == ir.KindList {
+		elem = t.Elem
+	}
+	iv, err := jsonToCEL([]byte(raw), elem)
+	if err != nil {
+		return j.failNode(fmt.Errorf("for_each item %d: %w", k, err), k)
+	}
+	act = act.with(n.ForEach.Var, iv)
+	cfg, err := j.p.params(j.ctx, n.With, n.ID, act)
+	if err != nil {
+		return j.evalFailed(err, k)
+	}
+	out, err := j.call(n.Handler, cfg, k, false)
+	if err == nil {
+		err = j.checkOutput(out)
+	}
+	if err != nil {
+		return j.handlerFailed(fmt.Errorf("item %d: %w", k, err), k)
+	}
+	return j.script("itemdone", struct {
+		base
+		Node   string `json:"node"`
+		Iter   string `json:"iter"`
+		Gen    int    `json:"gen"`
+		Item   int    `json:"item"`
+		Output string `json:"output"`
+	}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out)})
+}
+
+// collect builds a for_each node's output from its items and routes it.
+func (j *job) collect() error {
+	ik := j.w.ks.items(j.tok.Run)
+	pipe := j.w.st.rdb.Pipeline()
+	stc := pipe.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x)
+	nc := pipe.HGet(j.ctx, ik, j.x+"|n")
+	if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
+		return err
+	}
+	if stc.Val() != NodeRunning {
+		return j.ack()
+	}
+	count, _ := strconv.Atoi(nc.Val())
+	fields := make([]string, count)
+	for i := range fields {
+		fields[i] = fmt.Sprintf("%s|o|%d", j.x, i)
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	if count > 0 {
+		vals, err := j.w.st.rdb.HMGet(j.ctx, ik, fields...).Result()
+		if err != nil {
+			return err
+		}
+		for i, v := range vals {
+			s, ok := v.(string)
+			if !ok {
+				return fmt.Errorf("for_each %s: output of item %d is missing", j.x, i)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(s)
+		}
+	}
+	b.WriteByte(']')
+	act, err := j.activation(j.p.ancestors(j.n.ID))
+	if err != nil {
+		return j.evalFailed(err, -1)
+	}
+	return j.succeed(json.RawMessage(b.String()), act)
+}
+
+// compensate runs one compensation of a failed run.
+func (j *job) compensate() error {
+	n := j.n
+	idx := j.tok.Item
+	type args struct {
+		base
+		Gen    int    `json:"gen"`
+		Idx    int    `json:"idx"`
+		OK     bool   `json:"ok"`
+		Output string `json:"output,omitempty"`
+		Error  string `json:"error,omitempty"`
+	}
+	done := func(out json.RawMessage, err error) error {
+		a := args{base: j.base(), Gen: j.tok.Gen, Idx: idx, OK: err == nil, Output: string(out)}
+		if err != nil {
+			a.Error = err.Error()
+		}
+		return j.script("compdone", a)
+	}
+	if n.Compensate == nil {
+		return done(nil, fmt.Errorf("node %s has no compensate block", n.ID))
+	}
+	own, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.ctx(j.tok.Run), j.x).Result()
+	if err != nil {
+		if err != redis.Nil {
+			return err
+		}
+		own = "null"
+	}
+	act, err := j.activation(j.p.ancestors(n.ID))
+	if err != nil {
+		var re redisErr
+		if errors.As(err, &re) {
+			return re.error
+		}
+		return done(nil, err)
+	}
+	ov, err := jsonToCEL([]byte(own), outputType(n))
+	if err != nil {
+		return done(nil, err)
+	}
+	cfg, err := j.p.params(j.ctx, n.Compensate.With, n.ID+".compensate", act.with("output", ov))
+	if err != nil {
+		return done(nil, err)
+	}
+	out, err := j.call(n.Compensate.Handler, cfg, -1, true)
+	if err != nil && j.ctx.Err() != nil {
+		return errAbandon
+	}
+	return done(out, err)
+}
+
+// finish evaluates the workflow outputs into the run's result.
+func (j *job) finish() error {
+	ids := make([]string, len(j.p.w.Nodes))
+	for i := range j.p.w.Nodes {
+		ids[i] = j.p.w.Nodes[i].ID
+	}
+	type args struct {
+		base
+		Gen    int    `json:"gen"`
+		Result string `json:"result,omitempty"`
+		Error  string `json:"error,omitempty"`
+	}
+	act, err := j.activation(ids)
+	var b strings.Builder
+	if err == nil {
+		b.WriteByte('{')
+		for i := range j.p.w.Outputs {
+			o := &j.p.w.Outputs[i]
+			v, e := j.p.evalJSON(j.ctx, &o.Expr, "output "+o.Name, act)
+			if e != nil {
+				err = e
+				break
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(o.Name)
+			b.Write(k)
+			b.WriteByte(':')
+			b.Write(v)
+		}
+		b.WriteByte('}')
+	}
+	var re redisErr
+	if errors.As(err, &re) {
+		return re.error
+	}
+	a := args{base: j.base(), Gen: j.tok.Gen}
+	if err != nil {
+		a.Error = "workflow outputs: " + err.Error()
+	} else {
+		a.Result = b.String()
+	}
+	return j.script("finish", a)
+}
+
+// ancestors returns the nodes whose outputs a node's expressions may read.
+func (p *plan) ancestors(id string) []string {
+	p.ancMu.Lock()
+	defer p.ancMu.Unlock()
+	if a, ok := p.anc[id]; ok {
+		return a
+	}
+	if p.anc == nil {
+		p.anc = map[string][]string{}
+	}
+	set := ir.Ancestors(p.w, id)
+	list := make([]string, 0, len(set))
+	for _, n := range p.w.Order {
+		if set[n] {
+			list = append(list, n)
+		}
+	}
+	p.anc[id] = list
+	return list
+}

@@ -1,0 +1,15 @@
+-- cancel: stops a running run. Tokens still queued are dropped when a
+-- worker sees them; no compensation runs.
+-- A: reason.
+local st = header()
+if not st then return fail('unknown run ' .. RUN) end
+if st ~= 'running' then return fail('run ' .. RUN .. ' is ' .. st .. ', not running') end
+local op = 'x:' .. tostring(GEN)
+if redis.call('SISMEMBER', APPLIED, op) == 1 then return 'dup' end
+
+redis.call('SADD', APPLIED, op)
+redis.call('HSET', META, 'status', 'cancelled', 'ended', NOW, 'error', A.reason)
+local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+redis.call('ZREM', qtimers(info.ctl), deadline_member())
+event('run.cancelled', 0, 'reason', A.reason)
+return 'ok'

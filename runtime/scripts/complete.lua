@@ -1,0 +1,70 @@
+-- complete: the whole transition of one node execution.
+-- A: node, iter, hop, gen, msg, mode ('ok' | 'skip' | 'fail'), output (JSON
+--    text, mode ok), error (mode fail), real ([[to, kind]]: the edges that get
+--    real tokens; every other forward edge gets a skip), loop (true: start
+--    the next iteration of the node's loop instead of routing), item (the
+--    for_each item whose failure fails the node, or -1), failrun (true: the
+--    failure fails the run).
+local st = header()
+if not st then return fail('unknown run ' .. RUN) end
+if not checkmsg() then return fail('the message queue is not a queue of the run') end
+local g = gnode(A.node)
+if not g then return fail('unknown node ' .. A.node) end
+if A.mode ~= 'ok' and A.mode ~= 'skip' and A.mode ~= 'fail' then return fail('bad mode ' .. tostring(A.mode)) end
+local realset = {}
+for _, e in ipairs(A.real or {}) do
+  local found = false
+  for _, o in ipairs(g.out or {}) do
+    if o[1] == e[1] and o[2] == e[2] then found = true end
+  end
+  if not found then return fail('node ' .. A.node .. ' has no edge to ' .. e[1] .. ' (' .. e[2] .. ')') end
+  realset[e[1] .. '|' .. e[2]] = true
+end
+if A.loop and (A.mode ~= 'ok' or not g.back) then return fail('node ' .. A.node .. ' cannot loop') end
+local x = xkey(A.node, A.iter)
+if st ~= 'running' then ack(); return 'inactive' end
+if A.gen < GEN then ack(); return 'stale' end
+local op = 'c:' .. x .. ':' .. tostring(GEN)
+if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
+local cur = redis.call('HGET', STATE, x)
+if not cur or terminal(cur) then ack(); return 'dup' end
+
+-- Writes.
+redis.call('SADD', APPLIED, op)
+local consumed = -1
+if A.item >= 0 then
+  -- An item failed the for_each node: the items still in flight (queued,
+  -- running or waiting on a retry) die with it.
+  local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done')
+  consumed = -(tonumber(it[1] or '0') - tonumber(it[2] or '0'))
+end
+if A.mode == 'ok' then
+  redis.call('HSET', STATE, x, 'completed')
+  redis.call('HSET', CTX, x, A.output)
+  if A.iter ~= '' then redis.call('HSET', CTX, A.node, A.output) end
+  if g.cq then redis.call('RPUSH', COMP, x) end
+  event('node.completed', consumed, 'x', x, 'output', A.output)
+elseif A.mode == 'skip' then
+  redis.call('HSET', STATE, x, 'skipped')
+  event('node.skipped', consumed, 'x', x)
+else
+  redis.call('HSET', STATE, x, 'failed', 'err|' .. x, A.error)
+  event('node.failed', consumed, 'x', x, 'error', A.error, 'handled', A.failrun and '0' or '1')
+end
+
+if A.failrun then
+  failrun(A.error, x)
+  ack()
+  return 'failed'
+end
+if A.loop then
+  local i = tonumber(string.match(A.iter, '(%d+)$'))
+  local bg = gnode(g.back)
+  dispatch(g.back, tvec(g, A.iter, bg, A.node, i + 1), A.hop + 1)
+else
+  route(A.node, A.iter, A.hop, realset)
+  drain()
+end
+ack()
+settle()
+return 'ok'

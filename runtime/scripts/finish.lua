@@ -1,0 +1,24 @@
+-- finish: ends a run whose work is done with its result, or fails it when
+-- the workflow outputs could not be evaluated.
+-- A: gen, msg, result (JSON text) or error.
+local st = header()
+if not st then return fail('unknown run ' .. RUN) end
+if not checkmsg() then return fail('the message queue is not a queue of the run') end
+if st ~= 'running' then ack(); return 'inactive' end
+if A.gen < GEN then ack(); return 'stale' end
+local op = 'f:' .. tostring(GEN)
+if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
+
+redis.call('SADD', APPLIED, op)
+redis.call('HINCRBY', META, 'counter', -1)
+if A.error and A.error ~= '' then
+  event('run.outputs_failed', -1, 'error', A.error)
+  failrun(A.error, nil)
+else
+  redis.call('HSET', META, 'status', 'completed', 'result', A.result, 'ended', NOW)
+  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  redis.call('ZREM', qtimers(info.ctl), deadline_member())
+  event('run.completed', -1, 'result', A.result)
+end
+ack()
+return 'ok'

@@ -1,0 +1,7 @@
+-- heartbeat: resets the idle time of a message this consumer still owns,
+-- so that XAUTOCLAIM does not hand a long-running execution to another
+-- worker. KEYS: 1 stream. ARGV: 1 group, 2 consumer, 3 message id.
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1, ARGV[2])
+if #p == 0 then return 0 end
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
+return 1

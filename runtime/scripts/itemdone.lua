@@ -1,0 +1,35 @@
+-- itemdone: records the output of one for_each item, queues the next item,
+-- and when every item is done queues the node's collect token ("fin"),
+-- which a worker turns into the node's completion.
+-- A: node, iter, gen, msg, item, output (JSON text).
+local st = header()
+if not st then return fail('unknown run ' .. RUN) end
+if not checkmsg() then return fail('the message queue is not a queue of the run') end
+local g = gnode(A.node)
+if not g then return fail('unknown node ' .. A.node) end
+local x = xkey(A.node, A.iter)
+if st ~= 'running' then ack(); return 'inactive' end
+if A.gen < GEN then ack(); return 'stale' end
+local op = 'i:' .. x .. ':' .. tostring(A.item) .. ':' .. tostring(GEN)
+if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
+if redis.call('HGET', STATE, x) ~= 'running' then ack(); return 'dup' end
+local it = redis.call('HMGET', ITEMS, x .. '|n', x .. '|next', x .. '|s|' .. A.item, x .. '|hop')
+if not it[1] or it[3] == 'done' or A.item >= tonumber(it[2]) then ack(); return 'dup' end
+
+redis.call('SADD', APPLIED, op)
+local n, nxt, hop = tonumber(it[1]), tonumber(it[2]), tonumber(it[4])
+redis.call('HSET', ITEMS, x .. '|o|' .. A.item, A.output, x .. '|s|' .. A.item, 'done')
+local done = redis.call('HINCRBY', ITEMS, x .. '|done', 1)
+event('item.completed', -1, 'x', x, 'i', A.item, 'output', A.output)
+if nxt < n then
+  redis.call('HSET', ITEMS, x .. '|next', nxt + 1, x .. '|s|' .. nxt, 'queued')
+  redis.call('XADD', qstream(g.q), '*', 't', token('item', A.node, A.iter, hop, 1, nxt))
+  event('item.queued', 1, 'x', x, 'i', nxt)
+end
+if done == n then
+  redis.call('XADD', qstream(g.q), '*', 't', token('fin', A.node, A.iter, hop, 1, -1))
+  event('node.collect', 1, 'x', x)
+end
+ack()
+settle()
+return 'ok'

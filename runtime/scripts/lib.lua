@@ -1,0 +1,262 @@
+-- lib.lua: the prologue shared by every run script (docs/runtime.md,
+-- "Script contract"). Each script is this file followed by its own body.
+--
+-- KEYS: 1 meta, 2 applied, 3 state, 4 ctx, 5 joins, 6 events, 7 graph,
+--       8 items, 9 comp, then for each queue i of A.queues:
+--       9+2i-1 its stream, 9+2i its timers.
+-- ARGV[1]: a JSON object A with at least run, now (ms), group, queues.
+--
+-- Rules every script follows: all preconditions are checked before the
+-- first write (a script that errors half-way keeps its writes); every
+-- write is guarded by an operation key in APPLIED or by a state check, so
+-- running a script twice changes nothing.
+local META, APPLIED, STATE, CTX, JOINS, EVENTS, GRAPH, ITEMS, COMP =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local A = cjson.decode(ARGV[1])
+local RUN, NOW, GROUP = A.run, A.now, A.group
+local GEN = 0
+
+local QI = {}
+for i, q in ipairs(A.queues) do QI[q] = i end
+local function qstream(q) local i = QI[q]; if i then return KEYS[8 + 2 * i] end end
+local function qtimers(q) local i = QI[q]; if i then return KEYS[9 + 2 * i] end end
+
+local function fail(msg) return redis.error_reply('ERR wfc: ' .. msg) end
+
+local GC = {}
+local function gnode(id)
+  local g = GC[id]
+  if g == nil then
+    local raw = redis.call('HGET', GRAPH, id)
+    if not raw then return nil end
+    g = cjson.decode(raw)
+    GC[id] = g
+  end
+  return g
+end
+
+local function xkey(n, vec)
+  if vec == nil or vec == '' then return n end
+  return n .. '@' .. vec
+end
+
+local function splitx(x)
+  local at = string.find(x, '@', 1, true)
+  if not at then return x, '' end
+  return string.sub(x, 1, at - 1), string.sub(x, at + 1)
+end
+
+local function splitvec(v)
+  local t = {}
+  if v == nil or v == '' then return t end
+  for p in string.gmatch(v, '[^.]+') do t[#t + 1] = p end
+  return t
+end
+
+-- tvec: the iteration vector of dst for a token sent by src at svec. Loops
+-- around both keep src's iteration; loops entered start at 1; loop ol, if
+-- given, is set to ov (a loop edge starting the next iteration).
+local function tvec(sg, svec, dg, ol, ov)
+  local dl = dg.loops
+  if not dl or #dl == 0 then return '' end
+  local sv, si = splitvec(svec), {}
+  for i, l in ipairs(sg.loops or {}) do si[l] = sv[i] end
+  local out = {}
+  for i, l in ipairs(dl) do
+    if l == ol then out[i] = tostring(ov) elseif si[l] then out[i] = si[l] else out[i] = '1' end
+  end
+  return table.concat(out, '.')
+end
+
+-- edgevec: the iteration key at which an edge from sg into dg@vec records
+-- its arrival. An edge entering a loop body from outside delivered its
+-- token in iteration 1 and counts as delivering it in every iteration.
+local function edgevec(dg, vec, sg)
+  local dv, sl = splitvec(vec), {}
+  for _, l in ipairs(sg.loops or {}) do sl[l] = true end
+  local out = {}
+  for i, l in ipairs(dg.loops) do
+    if sl[l] then out[i] = dv[i] else out[i] = '1' end
+  end
+  return table.concat(out, '.')
+end
+
+-- DC accumulates the counter delta of this script; settle() applies it.
+local DC = 0
+local function event(typ, dc, ...)
+  local args = {'XADD', EVENTS, '*', 'type', typ, 'ts', NOW}
+  if dc ~= 0 then
+    args[#args + 1] = 'dc'
+    args[#args + 1] = tostring(dc)
+    DC = DC + dc
+  end
+  local extra = {...}
+  for i = 1, #extra do args[#args + 1] = tostring(extra[i]) end
+  redis.call(unpack(args))
+end
+
+-- token builds a queue message. Ids and iteration vectors never need JSON
+-- escaping (the runtime checks run and node ids).
+local function token(kind, n, vec, hop, attempt, item)
+  return '{"kind":"' .. kind .. '","run":"' .. RUN .. '","node":"' .. n .. '","iter":"' .. vec ..
+    '","hop":' .. tostring(hop) .. ',"attempt":' .. tostring(attempt) .. ',"item":' .. tostring(item) ..
+    ',"gen":' .. tostring(GEN) .. '}'
+end
+
+local function deadline_member()
+  return '{"kind":"deadline","run":"' .. RUN .. '","gen":' .. tostring(GEN) .. '}'
+end
+
+local function ack()
+  if A.msg then redis.call('XACK', qstream(A.msg.q), GROUP, A.msg.id) end
+end
+
+-- checkmsg: a precondition; the consumed message's queue must be the run's.
+local function checkmsg()
+  if A.msg and not QI[A.msg.q] then return false end
+  return true
+end
+
+local function dispatch(n, vec, hop)
+  local x = xkey(n, vec)
+  if redis.call('HEXISTS', STATE, x) == 1 then return end
+  local g = gnode(n)
+  redis.call('HSET', STATE, x, 'queued', 'hop|' .. x, tostring(hop))
+  redis.call('XADD', qstream(g.q), '*', 't', token('exec', n, vec, hop, 1, -1))
+  event('node.queued', 1, 'x', x, 'hop', hop)
+end
+
+-- The work list of arrivals still to record: {to, vec, from, kind, real, hop}.
+local WQ, WN, WH = {}, 0, 1
+local function push(to, vec, from, kind, real, hop)
+  WN = WN + 1
+  WQ[WN] = {to, vec, from, kind, real, hop}
+end
+
+-- route sends one token on every outgoing forward edge of n@vec: real on
+-- the edges in realset ("to|kind" -> true), a skip on the others.
+local function route(n, vec, hop, realset)
+  local g = gnode(n)
+  for _, e in ipairs(g.out or {}) do
+    push(e[1], tvec(g, vec, gnode(e[1])), n, e[2], realset[e[1] .. '|' .. e[2]] == true, hop)
+  end
+end
+
+local function skipnode(n, vec, hop)
+  local x = xkey(n, vec)
+  if redis.call('HEXISTS', STATE, x) == 1 then return end
+  redis.call('HSET', STATE, x, 'skipped')
+  event('node.skipped', 0, 'x', x)
+  route(n, vec, hop, {})
+end
+
+local function joincount(to, g, vec)
+  local n, r = 0, 0
+  for _, e in ipairs(g['in']) do
+    local v = edgevec(g, vec, gnode(e[1]))
+    local val = redis.call('HGET', JOINS, xkey(to, v) .. '|' .. e[1] .. '|' .. e[2])
+    if val then
+      n = n + 1
+      if val == '1' then r = r + 1 end
+    end
+  end
+  return n, r
+end
+
+local function arrive(to, vec, from, kind, real, hop)
+  local g = gnode(to)
+  local ins = g['in']
+  if not ins or #ins == 0 then
+    if real then dispatch(to, vec, hop + 1) else skipnode(to, vec, hop) end
+    return
+  end
+  local jk = xkey(to, vec)
+  if redis.call('HSETNX', JOINS, jk .. '|' .. from .. '|' .. kind, real and '1' or '0') == 0 then return end
+  local n, r
+  if vec == '' then
+    n = redis.call('HINCRBY', JOINS, jk .. '|#n', 1)
+    if real then
+      r = redis.call('HINCRBY', JOINS, jk .. '|#r', 1)
+    else
+      r = tonumber(redis.call('HGET', JOINS, jk .. '|#r') or '0')
+    end
+  else
+    n, r = joincount(to, g, vec)
+  end
+  if g.join == 'any' then
+    if real then
+      if redis.call('HSETNX', JOINS, jk .. '|#f', '1') == 1 then dispatch(to, vec, hop + 1) end
+    elseif n >= #ins and r == 0 then
+      if redis.call('HSETNX', JOINS, jk .. '|#f', '1') == 1 then skipnode(to, vec, hop) end
+    end
+  elseif n >= #ins then
+    if redis.call('HSETNX', JOINS, jk .. '|#f', '1') == 1 then
+      if r > 0 then dispatch(to, vec, hop + 1) else skipnode(to, vec, hop) end
+    end
+  end
+end
+
+local function drain()
+  while WH <= WN do
+    local it = WQ[WH]
+    WQ[WH] = nil
+    WH = WH + 1
+    arrive(it[1], it[2], it[3], it[4], it[5], it[6])
+  end
+end
+
+local function compdispatch(idx)
+  local x = redis.call('LINDEX', COMP, idx)
+  local n, vec = splitx(x)
+  local g = gnode(n)
+  redis.call('XADD', qstream(g.cq), '*', 't', token('comp', n, vec, 0, 1, idx))
+  event('comp.queued', 0, 'x', x, 'idx', idx)
+end
+
+-- failrun: the run fails (fail-fast); nothing is dispatched any more, and
+-- the compensations of the completed nodes start, last completed first.
+local function failrun(err, x)
+  redis.call('HSET', META, 'status', 'failed', 'error', err, 'ended', NOW)
+  if x and x ~= '' then redis.call('HSET', META, 'failed_node', x) end
+  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  redis.call('ZREM', qtimers(info.ctl), deadline_member())
+  event('run.failed', 0, 'error', err, 'x', x or '')
+  local n = redis.call('LLEN', COMP)
+  if n > 0 then
+    redis.call('HSET', META, 'comp', 'running')
+    compdispatch(n - 1)
+  end
+end
+
+-- settle applies the counter delta. When no work is left the run ends: at
+-- once if it has no outputs, else through a finish token that a worker
+-- turns into the run's result.
+local function settle()
+  local c = redis.call('HINCRBY', META, 'counter', DC)
+  DC = 0
+  if c ~= 0 then return c end
+  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  if info.outputs then
+    redis.call('XADD', qstream(info.ctl), '*', 't', token('finish', '', '', 0, 1, -1))
+    event('run.finishing', 1)
+    redis.call('HINCRBY', META, 'counter', DC)
+    DC = 0
+  else
+    redis.call('HSET', META, 'status', 'completed', 'ended', NOW)
+    redis.call('ZREM', qtimers(info.ctl), deadline_member())
+    event('run.completed', 0)
+  end
+  return 0
+end
+
+-- header reads the run's status and generation; nil if the run is unknown.
+local function header()
+  local m = redis.call('HMGET', META, 'status', 'gen')
+  if not m[1] then return nil end
+  GEN = tonumber(m[2])
+  return m[1]
+end
+
+local function terminal(st)
+  return st == 'completed' or st == 'skipped' or st == 'failed'
+end

@@ -1,0 +1,24 @@
+-- start: creates a run and queues its entry nodes.
+-- A: ir, graph, workflow, inputs (JSON text), entries [[node, vec]],
+--    deadline_ms, deadline_at (ms), max_hops, max_fanout.
+if redis.call('EXISTS', META) == 1 then return 'exists' end
+local info = redis.call('HGET', GRAPH, '_')
+if not info then return fail('graph ' .. GRAPH .. ' is not stored') end
+info = cjson.decode(info)
+if not qstream(info.ctl) then return fail('the control queue is not a queue of the run') end
+for _, e in ipairs(A.entries) do
+  local g = gnode(e[1])
+  if not g then return fail('unknown entry node ' .. e[1]) end
+  if not qstream(g.q) then return fail('queue ' .. g.q .. ' is not a queue of the run') end
+end
+
+redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', A.ir, 'graph', A.graph,
+  'queues', table.concat(A.queues, ','), 'workflow', A.workflow, 'inputs', A.inputs, 'created', NOW,
+  'deadline_ms', tostring(A.deadline_ms), 'max_hops', tostring(A.max_hops), 'max_fanout', tostring(A.max_fanout))
+event('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
+for _, e in ipairs(A.entries) do dispatch(e[1], e[2], 1) end
+if A.deadline_ms > 0 then
+  redis.call('ZADD', qtimers(info.ctl), A.deadline_at, deadline_member())
+end
+settle()
+return 'ok'

@@ -1,0 +1,305 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Run states.
+const (
+	RunRunning   = "running"
+	RunCompleted = "completed"
+	RunFailed    = "failed"
+	RunCancelled = "cancelled"
+)
+
+// Node execution states.
+const (
+	NodeQueued    = "queued"    // a token is queued or a worker runs it
+	NodeRunning   = "running"   // a for_each node whose items run
+	NodeRetrying  = "retrying"  // waiting for its next attempt
+	NodeCompleted = "completed" // ran; has an output
+	NodeSkipped   = "skipped"   // did not run (false when, or only skips arrived)
+	NodeFailed    = "failed"    // failed after its attempts
+)
+
+// A Status is the state of a run.
+type Status struct {
+	RunID    string `json:"run_id"`
+	Workflow string `json:"workflow"`
+	IR       string `json:"ir"` // IR content hash
+	State    string `json:"state"`
+	// Gen counts partial retries (Retry); tokens of older generations are stale.
+	Gen int `json:"gen"`
+	// Counter is the number of outstanding work units: queued or running
+	// executions, items and collect steps, retries waiting on a timer.
+	Counter int64 `json:"counter"`
+	// Nodes holds every execution that was queued, ran or was skipped, by
+	// exec key: the node id, plus "@" and the iteration vector inside loops.
+	Nodes  map[string]*NodeStatus `json:"nodes"`
+	Inputs json.RawMessage        `json:"inputs,omitempty"`
+	Result json.RawMessage        `json:"result,omitempty"`
+	Error  string                 `json:"error,omitempty"`
+	// FailedNode is the execution whose failure failed the run, if any.
+	FailedNode string `json:"failed_node,omitempty"`
+	// Compensation is "" (none), "running" or "done".
+	Compensation string    `json:"compensation,omitempty"`
+	Created      time.Time `json:"created"`
+	Ended        time.Time `json:"ended,omitzero"`
+}
+
+// Done reports whether the run is terminal and no compensation is running.
+func (s *Status) Done() bool {
+	return s.State != RunRunning && s.Compensation != "running"
+}
+
+// A NodeStatus is the state of one node execution.
+type NodeStatus struct {
+	Node    string          `json:"node"`
+	Iter    string          `json:"iter,omitempty"`
+	State   string          `json:"state"`
+	Output  json.RawMessage `json:"output,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Attempt int             `json:"attempt,omitempty"` // the attempt queued next, after retries
+}
+
+// Output returns the latest output of node id (its last iteration inside a
+// loop), or nil.
+func (s *Status) Output(id string) json.RawMessage {
+	var best *NodeStatus
+	for _, ns := range s.Nodes {
+		if ns.Node == id && ns.Output != nil && (best == nil || vecLess(best.Iter, ns.Iter)) {
+			best = ns
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.Output
+}
+
+// vecLess orders iteration vectors numerically.
+func vecLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(as) < len(bs)
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func (s *store) status(ctx context.Context, run string) (*Status, error) {
+	m, err := s.meta(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	pipe := s.rdb.Pipeline()
+	stc := pipe.HGetAll(ctx, s.ks.state(run))
+	ctc := pipe.HGetAll(ctx, s.ks.ctx(run))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	st := &Status{
+		RunID: run, Workflow: m.Workflow, IR: m.IR, State: m.Status, Gen: m.Gen, Counter: m.Counter,
+		Nodes: map[string]*NodeStatus{}, Error: m.Error, FailedNode: m.FailedNode, Compensation: m.Comp,
+		Created: msTime(m.Created), Ended: msTime(m.Ended),
+	}
+	if m.Inputs != "" {
+		st.Inputs = json.RawMessage(m.Inputs)
+	}
+	if m.Result != "" {
+		st.Result = json.RawMessage(m.Result)
+	}
+	states, outputs := stc.Val(), ctc.Val()
+	for x, v := range states {
+		if strings.Contains(x, "|") {
+			continue
+		}
+		node, vec := splitExecKey(x)
+		ns := &NodeStatus{Node: node, Iter: vec, State: v}
+		if ns.State == NodeCompleted {
+			if o, ok := outputs[x]; ok {
+				ns.Output = json.RawMessage(o)
+			}
+		}
+		if ns.State == NodeFailed {
+			ns.Error = states["err|"+x]
+		}
+		if a := states["att|"+x]; a != "" {
+			ns.Attempt, _ = strconv.Atoi(a)
+		}
+		st.Nodes[x] = ns
+	}
+	return st, nil
+}
+
+// An Event is one entry of a run's event log.
+type Event struct {
+	ID     string            `json:"id"`
+	Type   string            `json:"type"`
+	Time   time.Time         `json:"time"`
+	Fields map[string]string `json:"fields,omitempty"`
+}
+
+func (s *store) events(ctx context.Context, run, after string, count int64) ([]Event, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	var msgs []redis.XMessage
+	var err error
+	if count > 0 {
+		msgs, err = s.rdb.XRangeN(ctx, s.ks.events(run), start, "+", count).Result()
+	} else {
+		msgs, err = s.rdb.XRange(ctx, s.ks.events(run), start, "+").Result()
+	}
+	if err != nil {
+		return nil, err
+	}
+	evs := make([]Event, 0, len(msgs))
+	for _, m := range msgs {
+		ev := Event{ID: m.ID, Fields: map[string]string{}}
+		for k, v := range m.Values {
+			sv := fmt.Sprint(v)
+			switch k {
+			case "type":
+				ev.Type = sv
+			case "ts":
+				ms, _ := strconv.ParseInt(sv, 10, 64)
+				ev.Time = msTime(ms)
+			default:
+				ev.Fields[k] = sv
+			}
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}
+
+// Replay rebuilds a run's status from its event log alone. For every run,
+// Replay(Events(run)) equals Status(run) in State, Gen, Counter, Nodes,
+// Result, Error, FailedNode and Compensation; Compare checks that.
+func Replay(run string, events []Event) (*Status, error) {
+	st := &Status{RunID: run, Nodes: map[string]*NodeStatus{}}
+	node := func(x string) *NodeStatus {
+		ns := st.Nodes[x]
+		if ns == nil {
+			n, vec := splitExecKey(x)
+			ns = &NodeStatus{Node: n, Iter: vec}
+			st.Nodes[x] = ns
+		}
+		return ns
+	}
+	for _, ev := range events {
+		f := ev.Fields
+		if dc := f["dc"]; dc != "" {
+			d, err := strconv.ParseInt(dc, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("event %s: bad dc %q", ev.ID, dc)
+			}
+			st.Counter += d
+		}
+		x := f["x"]
+		switch ev.Type {
+		case "run.started":
+			st.State, st.IR, st.Workflow, st.Created = RunRunning, f["ir"], f["workflow"], ev.Time
+			st.Inputs = json.RawMessage(f["inputs"])
+		case "node.queued":
+			n, vec := splitExecKey(x)
+			st.Nodes[x] = &NodeStatus{Node: n, Iter: vec, State: NodeQueued}
+		case "node.expanded":
+			node(x).State = NodeRunning
+		case "node.completed":
+			ns := node(x)
+			ns.State, ns.Output = NodeCompleted, json.RawMessage(f["output"])
+		case "node.skipped":
+			node(x).State = NodeSkipped
+		case "node.failed":
+			ns := node(x)
+			ns.State, ns.Error = NodeFailed, f["error"]
+		case "node.retry":
+			if f["item"] == "-1" {
+				ns := node(x)
+				ns.State = NodeRetrying
+				ns.Attempt, _ = strconv.Atoi(f["attempt"])
+			}
+		case "run.completed":
+			st.State, st.Ended = RunCompleted, ev.Time
+			if r, ok := f["result"]; ok {
+				st.Result = json.RawMessage(r)
+			}
+		case "run.failed":
+			st.State, st.Error, st.FailedNode, st.Ended = RunFailed, f["error"], x, ev.Time
+		case "run.cancelled":
+			st.State, st.Error, st.Ended = RunCancelled, f["reason"], ev.Time
+		case "run.retried":
+			st.State, st.Error, st.FailedNode, st.Result, st.Compensation, st.Ended = RunRunning, "", "", nil, "", time.Time{}
+			st.Gen, _ = strconv.Atoi(f["gen"])
+			st.Counter, _ = strconv.ParseInt(f["counter"], 10, 64)
+		case "comp.queued":
+			st.Compensation = "running"
+		case "comp.done":
+			st.Compensation = "done"
+		}
+	}
+	return st, nil
+}
+
+// Compare returns the differences between two statuses in the fields that
+// Replay rebuilds, one line each; none means equal.
+func Compare(a, b *Status) []string {
+	var d []string
+	diff := func(what string, x, y any) {
+		if fmt.Sprint(x) != fmt.Sprint(y) {
+			d = append(d, fmt.Sprintf("%s: %v != %v", what, x, y))
+		}
+	}
+	diff("state", a.State, b.State)
+	diff("gen", a.Gen, b.Gen)
+	diff("counter", a.Counter, b.Counter)
+	diff("result", string(a.Result), string(b.Result))
+	diff("error", a.Error, b.Error)
+	diff("failed_node", a.FailedNode, b.FailedNode)
+	diff("compensation", a.Compensation, b.Compensation)
+	keys := map[string]bool{}
+	for k := range a.Nodes {
+		keys[k] = true
+	}
+	for k := range b.Nodes {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		x, y := a.Nodes[k], b.Nodes[k]
+		if x == nil || y == nil {
+			d = append(d, fmt.Sprintf("node %s: present in one status only", k))
+			continue
+		}
+		diff("node "+k+" state", x.State, y.State)
+		diff("node "+k+" output", string(x.Output), string(y.Output))
+		diff("node "+k+" error", x.Error, y.Error)
+		diff("node "+k+" attempt", x.Attempt, y.Attempt)
+	}
+	return d
+}

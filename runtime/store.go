@@ -1,0 +1,270 @@
+package runtime
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// runScripts are the scripts that share lib.lua and the run KEYS layout.
+var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "rerun"}
+
+// streamScripts work on one stream or timers key and stand alone.
+var streamScripts = []string{"promote", "heartbeat", "release"}
+
+func loadScripts() (map[string]*redis.Script, error) {
+	lib, err := scriptFS.ReadFile("scripts/lib.lua")
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]*redis.Script{}
+	for _, name := range runScripts {
+		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+		if err != nil {
+			return nil, err
+		}
+		m[name] = redis.NewScript(string(lib) + "\n" + string(body))
+	}
+	for _, name := range streamScripts {
+		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+		if err != nil {
+			return nil, err
+		}
+		m[name] = redis.NewScript(string(body))
+	}
+	return m, nil
+}
+
+// ScriptSource returns the Lua source of a script as the runtime loads it
+// (for run scripts: lib.lua followed by the script's body), so that workers
+// in other languages can load exactly the same code.
+func ScriptSource(name string) (string, error) {
+	lib, err := scriptFS.ReadFile("scripts/lib.lua")
+	if err != nil {
+		return "", err
+	}
+	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		return "", fmt.Errorf("runtime: no script %q", name)
+	}
+	for _, r := range runScripts {
+		if r == name {
+			return string(lib) + "\n" + string(body), nil
+		}
+	}
+	return string(body), nil
+}
+
+// store is the runtime's access to Redis: one client for commands and
+// scripts, and one with its own pool for blocking reads.
+type store struct {
+	rdb     *redis.Client
+	blk     *redis.Client
+	ks      keyspace
+	scripts map[string]*redis.Script
+
+	mu    sync.Mutex
+	plans map[string]*plan // by IR hash, loaded from Redis
+	graph map[string]bool  // graph keys known to be stored
+}
+
+func newStore(rdb, blk *redis.Client, ks keyspace) (*store, error) {
+	sc, err := loadScripts()
+	if err != nil {
+		return nil, err
+	}
+	return &store{rdb: rdb, blk: blk, ks: ks, scripts: sc, plans: map[string]*plan{}, graph: map[string]bool{}}, nil
+}
+
+// loadScripts loads every script into the server's script cache (SCRIPT
+// LOAD); calls go by SHA with EVALSHA and fall back to EVAL on NOSCRIPT,
+// e.g. after a server restart.
+func (s *store) load(ctx context.Context) error {
+	for name, sc := range s.scripts {
+		if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+			return fmt.Errorf("loading script %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// A runRef is what a script call needs to know about a run.
+type runRef struct {
+	id     string
+	graph  string // graph key suffix
+	queues []string
+}
+
+func (s *store) keys(r runRef) []string { return s.ks.scriptKeys(r.id, r.graph, r.queues) }
+
+// msgRef names the queue message a script acknowledges.
+type msgRef struct {
+	Q  string `json:"q"`
+	ID string `json:"id"`
+}
+
+// base holds the fields every run script reads from A.
+type base struct {
+	Run    string   `json:"run"`
+	Now    string   `json:"now"`
+	Group  string   `json:"group"`
+	Queues []string `json:"queues"`
+	Msg    *msgRef  `json:"msg,omitempty"`
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }
+
+func (s *store) base(r runRef, msg *msgRef) base {
+	return base{Run: r.id, Now: strconv.FormatInt(nowMS(), 10), Group: Group, Queues: r.queues, Msg: msg}
+}
+
+// ErrUnknownRun is returned for a run id that names no run.
+var ErrUnknownRun = errors.New("unknown run")
+
+// call runs a run script and returns its status reply ("ok", "dup",
+// "inactive", "stale", ...). Error replies of the scripts ("ERR wfc: ...")
+// become errors.
+func (s *store) call(ctx context.Context, name string, r runRef, args any) (string, error) {
+	a, err := json.Marshal(args)
+	if err != nil {
+		return "", err
+	}
+	res, err := s.scripts[name].Run(ctx, s.rdb, s.keys(r), string(a)).Result()
+	if err != nil {
+		if msg, ok := strings.CutPrefix(err.Error(), "ERR wfc: "); ok {
+			if strings.HasPrefix(msg, "unknown run ") {
+				return "", fmt.Errorf("%w %s", ErrUnknownRun, r.id)
+			}
+			return "", errors.New(msg)
+		}
+		return "", fmt.Errorf("script %s: %w", name, err)
+	}
+	str, _ := res.(string)
+	return str, nil
+}
+
+// putPlan stores the IR by content hash and the shard's copy of the graph.
+// Both writes are idempotent: the content never changes under a key.
+func (s *store) putPlan(ctx context.Context, p *plan, shard int) error {
+	gk := s.ks.graph(shard, p.suffix)
+	s.mu.Lock()
+	known := s.graph[gk]
+	s.mu.Unlock()
+	if known {
+		return nil
+	}
+	data, err := ir.Marshal(p.w)
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.SetNX(ctx, s.ks.ir(p.hash), data, 0).Err(); err != nil {
+		return err
+	}
+	fields, err := p.graphFields()
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.HSet(ctx, gk, fields).Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.graph[gk] = true
+	s.mu.Unlock()
+	return nil
+}
+
+// planFor returns the plan of a stored IR, loading and caching it.
+func (s *store) planFor(ctx context.Context, hash string) (*plan, error) {
+	s.mu.Lock()
+	p := s.plans[hash]
+	s.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	data, err := s.rdb.Get(ctx, s.ks.ir(hash)).Bytes()
+	if err == redis.Nil {
+		return nil, fmt.Errorf("IR %s is not stored", hash)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err = planFromJSON(data, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.plans) > 1000 {
+		clear(s.plans)
+	}
+	s.plans[hash] = p
+	s.mu.Unlock()
+	return p, nil
+}
+
+// A runMeta is the decoded meta hash of a run.
+type runMeta struct {
+	ID         string
+	Status     string
+	Gen        int
+	Counter    int64
+	IR         string
+	Graph      string
+	Queues     []string
+	Workflow   string
+	Inputs     string
+	Result     string
+	Error      string
+	FailedNode string
+	Comp       string
+	Created    int64
+	Ended      int64
+	DeadlineMS int64
+	MaxHops    int
+	MaxFanout  int
+}
+
+func (m *runMeta) ref() runRef { return runRef{id: m.ID, graph: m.Graph, queues: m.Queues} }
+
+func (s *store) meta(ctx context.Context, run string) (*runMeta, error) {
+	h, err := s.rdb.HGetAll(ctx, s.ks.meta(run)).Result()
+	if err != nil {
+		return nil, err
+	}
+	if len(h) == 0 || h["status"] == "" {
+		return nil, fmt.Errorf("%w %s", ErrUnknownRun, run)
+	}
+	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
+	m := &runMeta{
+		ID: run, Status: h["status"], Gen: int(i("gen")), Counter: i("counter"), IR: h["ir"], Graph: h["graph"],
+		Workflow: h["workflow"], Inputs: h["inputs"], Result: h["result"], Error: h["error"],
+		FailedNode: h["failed_node"], Comp: h["comp"], Created: i("created"), Ended: i("ended"),
+		DeadlineMS: i("deadline_ms"), MaxHops: int(i("max_hops")), MaxFanout: int(i("max_fanout")),
+	}
+	if h["queues"] != "" {
+		m.Queues = strings.Split(h["queues"], ",")
+	}
+	return m, nil
+}
+
+// ensureGroup creates the consumer group of a queue stream, reading from
+// the start so that tokens added before any worker existed are delivered.
+func (s *store) ensureGroup(ctx context.Context, stream string) error {
+	err := s.rdb.XGroupCreateMkStream(ctx, stream, Group, "0").Err()
+	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+		return err
+	}
+	return nil
+}

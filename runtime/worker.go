@@ -1,0 +1,497 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// WorkerOptions configure a Worker. Zero values take the defaults.
+type WorkerOptions struct {
+	// Handlers runs the task nodes; nil means the built-in handlers
+	// (with exec enabled when AllowExec is set).
+	Handlers *handlers.Registry
+	// AllowExec enables the built-in exec handler when Handlers is nil.
+	AllowExec bool
+	// Queues the worker serves (default: the control queue, "default").
+	Queues []string
+	// Concurrency is the number of messages handled at once (default 8).
+	Concurrency int
+	// Batch is the largest COUNT of one XREADGROUP (default Concurrency).
+	Batch int
+	// Block bounds each blocking read (default 1 s, at most 2 s).
+	Block time.Duration
+	// VisibilityTimeout is how long a message may stay unacknowledged and
+	// silent before another worker claims it with XAUTOCLAIM (default 30 s).
+	// Handlers running longer are kept alive by heartbeats.
+	VisibilityTimeout time.Duration
+	// ClaimInterval is how often stale messages are claimed (default
+	// VisibilityTimeout/2).
+	ClaimInterval time.Duration
+	// HeartbeatInterval is how often an in-flight message's idle time is
+	// reset (default VisibilityTimeout/3).
+	HeartbeatInterval time.Duration
+	// TimerInterval is how often due retries and deadlines are moved from
+	// the timers to the queues (default 250 ms).
+	TimerInterval time.Duration
+	// ShutdownGrace is how long a stopping worker lets in-flight handlers
+	// finish before cancelling them and releasing their messages
+	// (default 10 s).
+	ShutdownGrace time.Duration
+	// Consumer names the worker in the consumer group (default
+	// host-pid-random).
+	Consumer string
+	// Logger receives the worker's logs (default slog.Default()).
+	Logger *slog.Logger
+
+	// Test hooks. crash: a stop abandons in-flight messages like a killed
+	// process (no release, no completion). dup: every message is handled
+	// this many times concurrently. redeliver: every token is added to its
+	// queue this many times in all (as new messages).
+	crash     bool
+	dup       int
+	redeliver int
+}
+
+func (o *WorkerOptions) defaults() {
+	if len(o.Queues) == 0 {
+		o.Queues = []string{ControlQueue}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Batch <= 0 || o.Batch > o.Concurrency {
+		o.Batch = o.Concurrency
+	}
+	if o.Block <= 0 {
+		o.Block = time.Second
+	}
+	o.Block = min(o.Block, 2*time.Second)
+	if o.VisibilityTimeout <= 0 {
+		o.VisibilityTimeout = 30 * time.Second
+	}
+	if o.ClaimInterval <= 0 {
+		o.ClaimInterval = o.VisibilityTimeout / 2
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = o.VisibilityTimeout / 3
+	}
+	if o.TimerInterval <= 0 {
+		o.TimerInterval = 250 * time.Millisecond
+	}
+	if o.ShutdownGrace == 0 {
+		o.ShutdownGrace = 10 * time.Second
+	}
+	if o.Consumer == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		rand.Read(b[:])
+		o.Consumer = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Handlers == nil {
+		o.Handlers = handlers.NewRegistry(handlers.Options{AllowExec: o.AllowExec})
+	}
+}
+
+// A Worker executes node tokens from the queue streams of every shard. It
+// reads with XREADGROUP in batches (bounded BLOCK, own connection pool),
+// claims messages left by dead workers with XAUTOCLAIM, keeps long
+// executions alive with heartbeats, and moves due timers to the queues.
+type Worker struct {
+	st   *store
+	ks   keyspace
+	opts WorkerOptions
+	log  *slog.Logger
+
+	sem      chan struct{}
+	inflight sync.Map // message id -> true
+	handling sync.WaitGroup
+	dupSeen  sync.Map
+
+	// Stats, for tests and logs.
+	handled atomic.Int64
+}
+
+// errAbandon means a message was given up because the worker is stopping;
+// it is released (or, in crash mode, left pending).
+var errAbandon = errors.New("worker stopping")
+
+// NewWorker returns a worker on the engine's Redis. Start it with Run.
+func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
+	opts.defaults()
+	return &Worker{
+		st: e.st, ks: e.st.ks, opts: opts,
+		log: opts.Logger.With("consumer", opts.Consumer),
+		sem: make(chan struct{}, opts.Concurrency),
+	}
+}
+
+// Consumer returns the worker's consumer name.
+func (w *Worker) Consumer() string { return w.opts.Consumer }
+
+// Run works until ctx is done, then stops gracefully: it stops reading,
+// lets in-flight handlers finish for ShutdownGrace, then cancels them and
+// releases their messages for other workers. Redis errors are logged and
+// retried with backoff; Run returns nil after a stop.
+func (w *Worker) Run(ctx context.Context) error {
+	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
+	for {
+		err := w.ensureGroups(ctx)
+		if err == nil {
+			break
+		}
+		w.log.Warn("wfc worker: cannot create consumer groups; retrying", "err", err)
+		if !sleepCtx(ctx, time.Second) {
+			return nil
+		}
+	}
+	var loops sync.WaitGroup
+	for s := 0; s < max(w.ks.shards, 1); s++ {
+		loops.Add(1)
+		go func() { defer loops.Done(); w.readLoop(ctx, hctx, s) }()
+	}
+	loops.Add(2)
+	go func() { defer loops.Done(); w.claimLoop(ctx, hctx) }()
+	go func() { defer loops.Done(); w.timerLoop(ctx) }()
+	w.log.Debug("wfc worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency)
+	<-ctx.Done()
+	loops.Wait()
+
+	done := make(chan struct{})
+	go func() { w.handling.Wait(); close(done) }()
+	grace := w.opts.ShutdownGrace
+	if w.opts.crash || grace < 0 {
+		grace = 0
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		cancelHandlers()
+		<-done
+	}
+	w.log.Debug("wfc worker stopped", "handled", w.handled.Load())
+	return nil
+}
+
+func (w *Worker) ensureGroups(ctx context.Context) error {
+	for s := 0; s < max(w.ks.shards, 1); s++ {
+		for _, q := range w.opts.Queues {
+			if err := w.st.ensureGroup(ctx, w.ks.stream(s, q)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// acquire takes between 1 and n handling slots, waiting for the first;
+// it returns 0 when ctx is done.
+func (w *Worker) acquire(ctx context.Context, n int) int {
+	select {
+	case w.sem <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	got := 1
+	for got < n {
+		select {
+		case w.sem <- struct{}{}:
+			got++
+		default:
+			return got
+		}
+	}
+	return got
+}
+
+// tryAcquire takes up to n slots without waiting.
+func (w *Worker) tryAcquire(n int) int {
+	got := 0
+	for got < n {
+		select {
+		case w.sem <- struct{}{}:
+			got++
+		default:
+			return got
+		}
+	}
+	return got
+}
+
+func (w *Worker) releaseSlots(n int) {
+	for range n {
+		<-w.sem
+	}
+}
+
+func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
+	streams := make([]string, 0, 2*len(w.opts.Queues))
+	for _, q := range w.opts.Queues {
+		streams = append(streams, w.ks.stream(shard, q))
+	}
+	for range w.opts.Queues {
+		streams = append(streams, ">")
+	}
+	backoff := newBackoff()
+	for ctx.Err() == nil {
+		n := w.acquire(ctx, w.opts.Batch)
+		if n == 0 {
+			return
+		}
+		res, err := w.st.blk.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group: Group, Consumer: w.opts.Consumer, Streams: streams, Count: int64(n), Block: w.opts.Block,
+		}).Result()
+		if err != nil {
+			w.releaseSlots(n)
+			if err == redis.Nil || ctx.Err() != nil || isTimeout(err) {
+				continue
+			}
+			if strings.Contains(err.Error(), "NOGROUP") {
+				err = w.ensureGroups(ctx)
+			}
+			if err != nil {
+				w.log.Warn("wfc worker: reading queues", "shard", shard, "err", err)
+				if !sleepCtx(ctx, backoff.next()) {
+					return
+				}
+			}
+			continue
+		}
+		backoff.reset()
+		used := 0
+		for _, s := range res {
+			q := w.queueOf(s.Stream)
+			for _, m := range s.Messages {
+				used++
+				w.dispatch(hctx, shard, q, m)
+			}
+		}
+		w.releaseSlots(n - used)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (w *Worker) queueOf(stream string) string {
+	_, q, _ := strings.Cut(stream, "}:q:")
+	return q
+}
+
+// claimLoop takes over messages that stayed pending longer than the
+// visibility timeout: their worker died or lost its connection.
+func (w *Worker) claimLoop(ctx, hctx context.Context) {
+	cursors := map[string]string{}
+	t := time.NewTicker(w.opts.ClaimInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for s := 0; s < max(w.ks.shards, 1); s++ {
+			for _, q := range w.opts.Queues {
+				stream := w.ks.stream(s, q)
+				n := w.tryAcquire(w.opts.Batch)
+				if n == 0 {
+					break
+				}
+				start := cursors[stream]
+				if start == "" {
+					start = "0-0"
+				}
+				msgs, next, err := w.st.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+					Stream: stream, Group: Group, Consumer: w.opts.Consumer,
+					MinIdle: w.opts.VisibilityTimeout, Start: start, Count: int64(n),
+				}).Result()
+				if err != nil {
+					w.releaseSlots(n)
+					if ctx.Err() == nil && !strings.Contains(err.Error(), "NOGROUP") {
+						w.log.Warn("wfc worker: claiming stale messages", "stream", stream, "err", err)
+					}
+					continue
+				}
+				cursors[stream] = next
+				used := 0
+				for _, m := range msgs {
+					if _, busy := w.inflight.Load(m.ID); busy || m.Values == nil {
+						continue
+					}
+					used++
+					w.log.Info("wfc worker: claimed a stale message", "stream", stream, "id", m.ID)
+					w.dispatch(hctx, s, q, m)
+				}
+				w.releaseSlots(n - used)
+			}
+		}
+	}
+}
+
+// timerLoop moves due timer entries (retries, deadlines) to the queues.
+func (w *Worker) timerLoop(ctx context.Context) {
+	t := time.NewTicker(w.opts.TimerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for s := 0; s < max(w.ks.shards, 1); s++ {
+			for _, q := range w.opts.Queues {
+				keys := []string{w.ks.timers(s, q), w.ks.stream(s, q)}
+				for {
+					n, err := w.st.scripts["promote"].Run(ctx, w.st.rdb, keys, nowMS(), 100).Int()
+					if err != nil {
+						if ctx.Err() == nil {
+							w.log.Warn("wfc worker: promoting timers", "queue", q, "err", err)
+						}
+						break
+					}
+					if n < 100 {
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// dispatch handles one message in its own goroutine; the caller holds a
+// slot for it, which the goroutine releases.
+func (w *Worker) dispatch(hctx context.Context, shard int, q string, m redis.XMessage) {
+	w.handling.Add(1)
+	w.inflight.Store(m.ID, true)
+	go func() {
+		defer w.handling.Done()
+		defer w.releaseSlots(1)
+		defer w.inflight.Delete(m.ID)
+		w.handle(hctx, shard, q, m)
+	}()
+}
+
+func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMessage) {
+	stream := w.ks.stream(shard, q)
+	raw, _ := m.Values["t"].(string)
+	if w.opts.redeliver > 1 {
+		if _, seen := w.dupSeen.LoadOrStore(raw, true); !seen {
+			for range w.opts.redeliver - 1 {
+				w.st.rdb.XAdd(hctx, &redis.XAddArgs{Stream: stream, Values: []any{"t", raw}})
+			}
+		}
+	}
+	hbDone := make(chan struct{})
+	var hbWG sync.WaitGroup
+	hbWG.Add(1)
+	go func() { defer hbWG.Done(); w.heartbeat(hctx, stream, m.ID, hbDone) }()
+	var err error
+	if w.opts.dup > 1 {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for range w.opts.dup {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if e := w.process(hctx, stream, q, m.ID, raw); e != nil {
+					mu.Lock()
+					err = e
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	} else {
+		err = w.process(hctx, stream, q, m.ID, raw)
+	}
+	close(hbDone)
+	hbWG.Wait()
+	w.handled.Add(1)
+	switch {
+	case err == nil:
+	case errors.Is(err, errAbandon) || hctx.Err() != nil:
+		if w.opts.crash {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if rerr := w.st.scripts["release"].Run(ctx, w.st.rdb, []string{stream}, Group, m.ID, raw).Err(); rerr != nil {
+			w.log.Warn("wfc worker: releasing a message; it will be claimed after the visibility timeout", "id", m.ID, "err", rerr)
+		}
+	default:
+		// Left pending: XAUTOCLAIM hands it to a worker after the
+		// visibility timeout.
+		w.log.Warn("wfc worker: handling a message failed; it will be retried", "stream", stream, "id", m.ID, "err", err)
+	}
+}
+
+// heartbeat keeps an in-flight message's idle time low while its handler
+// runs, so that other workers do not claim it.
+func (w *Worker) heartbeat(ctx context.Context, stream, id string, done <-chan struct{}) {
+	t := time.NewTicker(w.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		owned, err := w.st.scripts["heartbeat"].Run(ctx, w.st.rdb, []string{stream}, Group, w.opts.Consumer, id).Int()
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("wfc worker: heartbeat", "id", id, "err", err)
+			}
+			continue
+		}
+		if owned == 0 {
+			w.log.Info("wfc worker: lost a message to another worker; its completion will be deduplicated", "id", id)
+			return
+		}
+	}
+}
+
+type backoff struct{ d time.Duration }
+
+func newBackoff() *backoff { return &backoff{} }
+func (b *backoff) reset()  { b.d = 0 }
+func (b *backoff) next() time.Duration {
+	if b.d == 0 {
+		b.d = 100 * time.Millisecond
+	} else {
+		b.d = min(2*b.d, 2*time.Second)
+	}
+	return b.d
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -100,6 +100,16 @@ func (s *state) declare() {
 var workflowItems = []string{"version", "description", "deadline", "max_hops", "max_fanout", "input", "output", "handler", "task", "agent", "human", "flow"}
 
 func (s *state) unknownItem(k *ast.Ident, where string, allowed []string) {
+	// After a syntax error or a bad character earlier on the same line the
+	// parser resumed mid-line (`task e run "x"`, `# a comment`): what it
+	// read there is debris, not a misspelt item.
+	line := s.file.Span(k.Range).Start.Line
+	for _, d := range s.rp.Diags {
+		if (d.Code == diag.SyntaxError || d.Code == diag.BadChar) && d.Span.File == s.file.Name &&
+			d.Span.Start.Line == line && d.Span.Start.Offset <= k.Start {
+			return
+		}
+	}
 	d := s.errorf(diag.UnknownItem, k.Range, "unknown item `%s` in %s", k.Name, where)
 	// Keywords are few and fixed, so a looser match than for user names
 	// is still safe: `retires` finds `retry`.

@@ -161,7 +161,7 @@ func (s *state) stringValue(it *ast.Setting) string {
 // (names and paths are fixed at compile time).
 func (s *state) noTemplate(key string, str *ast.String) {
 	if str != nil && str.Template != nil {
-		s.errorf(diag.BadValue, str.Range, "`%s` takes a plain string; {{ }} templates are only allowed in `with` values and prompts", key)
+		s.errorf(diag.BadValue, str.Range, "`%s` takes a plain string; {{ }} templates are only allowed in `with` values, workflow `output` entries and prompts", key)
 	}
 }
 
@@ -262,6 +262,7 @@ func (s *state) declareHandler(h *ast.Handler) {
 		s.errorf(diag.BadValue, h.Name.Range, "handler name must not be empty")
 		return
 	}
+	s.noTemplate("handler", h.Name)
 	if prev := s.handlers[name]; prev != nil {
 		d := s.errorf(diag.DuplicateHandler, h.Name.Range, "handler %q is declared twice", name)
 		if prev.Decl != nil {
@@ -312,6 +313,10 @@ func (s *state) declareHandler(h *ast.Handler) {
 
 // importFile reads the handler declarations of another file.
 func (s *state) importFile(im *ast.Import) {
+	if im.Path.Template != nil {
+		s.noTemplate("import", im.Path)
+		return
+	}
 	path := s.cfg.resolve(s.file.Name, im.Path.Value)
 	for _, p := range append(s.cfg.stack, s.file.Name) {
 		if p == path {

@@ -378,4 +378,14 @@ func removeNodes(w *ir.Workflow, dead map[string]bool) {
 	}
 	w.Nodes = nodes
 	w.Edges = slices.DeleteFunc(w.Edges, func(e ir.Edge) bool { return dead[e.From] || dead[e.To] })
+	// w.Handlers lists the handlers the nodes use: drop those only removed
+	// nodes used.
+	used := map[string]bool{}
+	for _, n := range w.Nodes {
+		used[n.Handler] = true
+		if n.Compensate != nil {
+			used[n.Compensate.Handler] = true
+		}
+	}
+	w.Handlers = slices.DeleteFunc(w.Handlers, func(h ir.Handler) bool { return !used[h.Name] })
 }

@@ -53,13 +53,13 @@ func (s *state) resolve() {
 			}
 			refs(n.loop.exhausted)
 		}
-		if n.run != nil {
+		if n.run != nil && n.run.Template == nil { // a template was reported
 			s.handlerRef(n.run)
 		}
-		if n.compensate != nil && n.compensate.run != nil {
+		if n.compensate != nil && n.compensate.run != nil && n.compensate.run.Template == nil {
 			s.handlerRef(n.compensate.run)
 		}
-		if n.uses != nil {
+		if n.uses != nil && n.uses.Template == nil {
 			s.compileChild(n)
 		}
 		s.outputType(n)

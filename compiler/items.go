@@ -127,6 +127,9 @@ func contains(xs []string, x string) bool {
 }
 
 func (s *state) missing(n *node, item, why string) {
+	if slices.ContainsFunc(n.decl.Items, func(it ast.Item) bool { _, bad := it.(*ast.Bad); return bad }) {
+		return // the item may be the one that did not parse
+	}
 	s.errorf(diag.MissingItem, n.ident.Range, "%s %s has no `%s`", n.kind, n.id, strings.Fields(item)[0]).
 		WithHint(fmt.Sprintf("%s: add `%s`", why, item))
 }

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -121,7 +122,9 @@ func (s *state) checkNode(n *node) {
 			paramTypes[i] = s.check(withScope, p.Value, n)
 		}
 		s.checkConfig(n, n.with, paramTypes)
-	} else if n.kind == "task" || n.kind == "flow" {
+	} else if (n.kind == "task" || n.kind == "flow") && !slices.ContainsFunc(n.decl.Items, func(it ast.Item) bool { _, bad := it.(*ast.Bad); return bad }) {
+		// (An item that did not parse may be the `with` block: then
+		// every config field would be reported missing.)
 		s.checkConfig(n, nil, nil)
 	}
 	if n.prompt != nil && n.prompt.Template != nil {

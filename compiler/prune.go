@@ -48,30 +48,7 @@ func (s *state) prune() {
 		}
 	}
 	// Propagate: a node all of whose incoming forward edges are gone or come
-	// from dead nodes never runs. Nodes the workflow's output block reads
-	// are kept (they are skipped at run time) so output expressions still
-	// resolve.
-	readByOutputs := map[int]bool{}
-	for _, er := range s.reads {
-		if er.owner == nil {
-			for _, r := range er.reads {
-				readByOutputs[r.node] = true
-			}
-		}
-	}
-	// has(x.output) is not a read, but the node must still exist for it.
-	for _, ref := range s.info.Refs {
-		if ref.Kind != RefNode {
-			continue
-		}
-		for _, p := range s.outputs {
-			if ref.Range.Start >= p.Value.Start && ref.Range.End <= p.Value.End {
-				if n := s.byID[ref.Name]; n != nil {
-					readByOutputs[n.idx] = true
-				}
-			}
-		}
-	}
+	// from dead nodes never runs.
 	for _, i := range s.order {
 		n := s.nodes[i]
 		if dead[n.id] || len(s.inE[i]) == 0 {
@@ -95,12 +72,14 @@ func (s *state) prune() {
 			s.errorf(diag.DeadNode, n.ident.Range, "%s never runs: the only path to it is dead", n.id)
 		}
 	}
-	for i := range s.nodes {
-		if readByOutputs[i] && dead[s.nodes[i].id] {
-			delete(dead, s.nodes[i].id)
-			if in := &w.Nodes[idx[s.nodes[i].id]]; in.When == nil {
-				in.When = &ir.Expr{CEL: "false", Type: &ir.Type{Kind: ir.KindBool}}
-			}
+	// A dead node that a surviving expression names (x.output or
+	// has(x.output)) in the workflow output or in a node that still runs is
+	// kept as a node that is always skipped, so the expression still
+	// resolves; its own expressions then must resolve too.
+	for _, i := range s.exprRefs(dead) {
+		delete(dead, s.nodes[i].id)
+		if in := &w.Nodes[idx[s.nodes[i].id]]; in.When == nil {
+			in.When = &ir.Expr{CEL: "false", Type: &ir.Type{Kind: ir.KindBool}}
 		}
 	}
 	if len(removedEdge) > 0 || len(dead) > 0 {
@@ -113,6 +92,56 @@ func (s *state) prune() {
 	if s.reduce(w) {
 		ir.Analyze(w)
 	}
+}
+
+// exprRefs returns the dead nodes that expressions of the workflow output
+// or of live nodes name, transitively through the nodes it returns.
+func (s *state) exprRefs(dead map[string]bool) []int {
+	graphRef := map[source.Range]bool{} // after lists and targets are not expressions
+	for _, e := range s.edges {
+		graphRef[e.ref.Range] = true
+	}
+	for _, n := range s.nodes {
+		for _, a := range n.after {
+			graphRef[a.Range] = true
+		}
+	}
+	// user[k]: the node whose declaration contains ref k, -1 for the output.
+	type use struct{ user, node int }
+	var uses []use
+	for _, ref := range s.info.Refs {
+		x := s.byID[ref.Name]
+		if ref.Kind != RefNode || graphRef[ref.Range] || x == nil {
+			continue
+		}
+		for _, p := range s.outputs {
+			if ref.Range.Start >= p.Value.Start && ref.Range.End <= p.Value.End {
+				uses = append(uses, use{-1, x.idx})
+			}
+		}
+		for _, n := range s.nodes {
+			if n.decl != nil && ref.Range.Start >= n.decl.Start && ref.Range.End <= n.decl.End {
+				uses = append(uses, use{n.idx, x.idx})
+			}
+		}
+	}
+	kept := map[int]bool{}
+	for changed := true; changed; {
+		changed = false
+		for _, u := range uses {
+			live := u.user < 0 || !dead[s.nodes[u.user].id] || kept[u.user]
+			if live && dead[s.nodes[u.node].id] && !kept[u.node] {
+				kept[u.node], changed = true, true
+			}
+		}
+	}
+	out := make([]int, 0, len(kept))
+	for i := range s.nodes {
+		if kept[i] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func filterEdges(es []ir.Edge, drop map[ir.Edge]bool) []ir.Edge {

@@ -484,9 +484,10 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 				s.info.Refs = append(s.info.Refs, Ref{Range: identRng, Kind: RefNode, Name: name})
 				if sel.IsTestOnly() {
 					guarded[name] = true
-				} else {
-					reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}})
 				}
+				// has(x.output) is recorded too (guarded): x must still be an
+				// ancestor, or the test races with x.
+				reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}})
 			}
 			return
 		}

@@ -276,67 +276,70 @@ func closingBrace(toks []lexer.Token, i, j int) int {
 	return -1
 }
 
-// recoverItems parses the items of a block body toks[s:e) one at a time.
-// fastParse reads one item with the fast parser (which fails exactly where
-// participle would); parse reads one with participle, from lex (trailing
-// tokens allowed), for its error message. When an item fails,
-// fail(k, n, err) reports the item toks[k:n) and returns a node for it, n
-// being the next item start.
+// recoverItems parses the items of a block body toks[s:e) one at a time,
+// with the fast parser (fastParse), or with participle (parse, reading one
+// item from lex with trailing tokens allowed) when the fast path is off.
+// When an item fails, fail(k, n, errOf) reports the item toks[k:n) and
+// returns a node for it, n being the next item start; errOf gives
+// participle's error for the item, parsed on its own (so the message is the
+// same on both paths, and a broken item costs no more than its own length).
 func (p *parser) recoverItems(toks []lexer.Token, s, e int, kw map[string]bool,
 	fastParse func(*fastParser) (ast.Item, bool),
 	parse func(*lexer.PeekingLexer) (ast.Item, error),
 	next func(k int) int,
-	fail func(k, n int, err error) ast.Item) []ast.Item {
+	fail func(k, n int, errOf func() error) ast.Item) []ast.Item {
 	var items []ast.Item
 	chunk := withEOF(toks, s, e)
 	fp := &fastParser{toks: chunk}
-	var lex *lexer.PeekingLexer // made when participle is first needed
+	var lex *lexer.PeekingLexer // participle over the body, when the fast path is off
 	k := s
 	for k < e {
 		if isPunct(toks[k], ";") {
 			k++
 			continue
 		}
+		var it ast.Item
+		ok, end := false, k
 		if p.fast {
 			fp.i = k - s
-			if it, ok := fastParse(fp); ok {
-				if !p.settingTookKeyword(it, toks, k, kw) {
-					items = append(items, it)
-					k = s + fp.i
-					continue
-				}
+			it, ok = fastParse(fp)
+			end = s + fp.i
+		} else {
+			if lex == nil {
+				lex = peeking(chunk)
 			}
+			for lex.Cursor() < k-s {
+				lex.Next()
+			}
+			saved := *lex
+			var err error
+			it, err = parse(lex)
+			ok, end = err == nil && s+lex.Cursor() > k, s+lex.Cursor()
+			*lex = saved
 		}
-		if lex == nil {
-			lex = peeking(chunk)
-		}
-		for lex.Cursor() < k-s {
-			lex.Next()
-		}
-		saved := *lex
-		it, err := parse(lex)
-		if err == nil && s+lex.Cursor() > k {
-			if !p.settingTookKeyword(it, toks, k, kw) {
-				items = append(items, it)
-				k = s + lex.Cursor()
+		if ok {
+			if st, took := p.settingTookKeyword(it, toks, k, kw); took {
+				// `version` on one line and `task a {` on the next: the
+				// setting took the next item's keyword for its value.
+				p.rp.Add(diag.SyntaxError, st.Key.Range, fmt.Sprintf("missing value after %q", st.Key.Name))
+				items = append(items, &ast.Bad{Range: st.Key.Range})
+				k = p.tokenIndex(st.Value.Start)
 				continue
 			}
-		}
-		if st, ok := it.(*ast.Setting); ok && err == nil && p.settingTookKeyword(it, toks, k, kw) {
-			// `version` on one line and `task a {` on the next: the
-			// setting took the next item's keyword for its value.
-			p.rp.Add(diag.SyntaxError, st.Key.Range, fmt.Sprintf("missing value after %q", st.Key.Name))
-			items = append(items, &ast.Bad{Range: st.Key.Range})
-			*lex = saved
-			k = p.tokenIndex(st.Value.Start)
+			items = append(items, it)
+			k = end
 			continue
 		}
-		if err == nil {
-			err = &participle.UnexpectedTokenError{Unexpected: toks[k]}
-		}
 		n := next(k)
-		items = append(items, fail(k, n, err))
-		*lex = saved
+		errOf := func() error {
+			l := peeking(withEOF(toks, k, n))
+			_, err := parse(l)
+			if err == nil {
+				err = &participle.UnexpectedTokenError{Unexpected: toks[min(k+l.Cursor(), n)]}
+			}
+			return err
+		}
+		items = append(items, fail(k, n, errOf))
 		k = n
 	}
 	return items
@@ -345,12 +348,12 @@ func (p *parser) recoverItems(toks []lexer.Token, s, e int, kw map[string]bool,
 // settingTookKeyword reports whether it, parsed at toks[k], is a setting
 // whose value is an item keyword on a later line: `version` without its
 // value, followed by `task a {`.
-func (p *parser) settingTookKeyword(it ast.Item, toks []lexer.Token, k int, kw map[string]bool) bool {
+func (p *parser) settingTookKeyword(it ast.Item, toks []lexer.Token, k int, kw map[string]bool) (*ast.Setting, bool) {
 	st, ok := it.(*ast.Setting)
 	if !ok || st.Value.Kind != ast.IdentValue || !kw[st.Value.Raw] {
-		return false
+		return nil, false
 	}
-	return toks[p.tokenIndex(st.Value.Start)].Pos.Line > toks[k].Pos.Line
+	return st, toks[p.tokenIndex(st.Value.Start)].Pos.Line > toks[k].Pos.Line
 }
 
 func (p *parser) recoverWorkflow(toks []lexer.Token, i, j int) ast.Item {
@@ -407,7 +410,7 @@ func (p *parser) recoverWorkflowItems(toks []lexer.Token, bodyStart, bodyEnd int
 			return p.wItem(g), nil
 		},
 		func(k int) int { return nextItemStart(toks, k, bodyEnd, wItemKeywords, true) },
-		func(k, n int, err error) ast.Item {
+		func(k, n int, errOf func() error) ast.Item {
 			if n-k >= 2 && toks[k].Type == tIdent && toks[k+1].Type == tIdent &&
 				(nodeKinds[toks[k].Value] || (n-k >= 3 && (isPunct(toks[k+2], "{") || toks[k+2].Value == "after" || toks[k+2].Value == "join"))) {
 				return p.recoverNode(toks, k, n)
@@ -415,7 +418,7 @@ func (p *parser) recoverWorkflowItems(toks []lexer.Token, bodyStart, bodyEnd int
 			if nodeKinds[toks[k].Value] && toks[k+1].Type != tIdent {
 				p.rp.Add(diag.SyntaxError, p.tokenRange(toks[k+1]), fmt.Sprintf("expected a name after %q, found %s", toks[k].Value, describe(&toks[k+1])))
 			} else {
-				p.syntaxError(err, context(toks[k])+where)
+				p.syntaxError(errOf(), context(toks[k])+where)
 			}
 			return &ast.Bad{Range: source.Range{Start: toks[k].Pos.Offset, End: endOf(toks, n)}}
 		})
@@ -483,11 +486,11 @@ func (p *parser) recoverNode(toks []lexer.Token, i, j int) ast.Item {
 			return p.item(g), nil
 		},
 		func(k int) int { return nextItemStart(toks, k, bodyEnd, nodeItemKeywords, false) },
-		func(k, e int, err error) ast.Item {
+		func(k, e int, errOf func() error) ast.Item {
 			if toks[k].Type == tIdent {
-				p.syntaxError(err, "`"+toks[k].Value+"` item of "+what)
+				p.syntaxError(errOf(), "`"+toks[k].Value+"` item of "+what)
 			} else {
-				p.syntaxError(err, "the body of "+what)
+				p.syntaxError(errOf(), "the body of "+what)
 			}
 			return &ast.Bad{Range: source.Range{Start: toks[k].Pos.Offset, End: endOf(toks, e)}}
 		})

@@ -1,4 +1,4 @@
-// Command wfc compiles and checks .wf workflows.
+// Command wfc compiles, checks and runs .wf workflows.
 //
 // Usage:
 //
@@ -8,6 +8,13 @@
 //
 //	build    compile a workflow to IR (JSON or YAML)
 //	check    report the diagnostics of workflows
+//	run      run a workflow (embedded Redis unless --redis)
+//	worker   serve the runs of a shared Redis
+//	submit   start a run in a shared Redis
+//	status   show a run's state, nodes and result
+//	cancel   cancel a run
+//	retry    re-run the failed part of a failed run
+//	events   print a run's event log
 //	version  print the wfc, Go and IR versions
 //	help     show help for a command
 //
@@ -28,6 +35,22 @@
 // named nodes and what they depend on, and lists the inputs they read.
 // --dump-after stops after a compiler pass (compiler.Passes lists them) and
 // writes what exists by then.
+//
+// # Run, worker and the run commands
+//
+//	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
+//	        [--workers N] [--allow-exec] [--json] [-q] FILE
+//	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
+//	wfc submit --redis URL [--input ...] [--wait] FILE
+//	wfc status|cancel|retry|events --redis URL [--json] RUN
+//
+// Run executes a workflow (a .wf file, or compiled IR in .json or .yaml)
+// and waits for it, printing node progress to standard error and the run's
+// result to standard output; it exits 0 when the run completed and 1 when
+// it failed or was cancelled. Without --redis (or $WFC_REDIS) it uses an
+// embedded in-memory Redis and in-process workers. Worker serves the runs
+// stored in a shared Redis; submit, status, cancel, retry and events act on
+// runs there. See docs/runtime.md.
 //
 // # Check
 //

@@ -1,0 +1,500 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/wfc-lang/wfc/compiler"
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/runtime"
+)
+
+// The runtime commands. They share the --redis flag (default $WFC_REDIS);
+// `wfc run` alone may go without it and then uses an embedded in-memory
+// Redis with in-process workers.
+
+const runDoc = `
+Run executes a workflow and waits for it to end. FILE is a .wf source
+(compiled first), or a compiled IR (.json, .yaml or .yml).
+
+Without --redis (and without $WFC_REDIS) it starts an embedded, in-memory
+Redis and in-process workers: nothing needs to be installed, and nothing is
+kept after wfc exits. With --redis the run is stored in that Redis and the
+in-process workers share the work with any 'wfc worker' processes.
+
+Inputs are given with --input NAME=VALUE (repeatable) and --input-file
+F.json (a JSON object); a VALUE is read as JSON when the input's declared
+type is not string (--input n=3, --input tags='["a","b"]').
+
+While it runs, wfc prints each node's state changes to standard error; at
+the end it prints the run's result (the workflow's output block) as JSON
+to standard output. With --json it prints the run's whole status instead.
+
+Exit codes: 0 the run completed, 1 it failed or was cancelled (or the
+workflow has errors), 2 bad command line, 3 a bug in wfc.`
+
+type runtimeFlags struct {
+	redis  *string
+	shards *int
+}
+
+func addRuntimeFlags(fs *flags, env *Env) runtimeFlags {
+	return runtimeFlags{
+		redis:  fs.String("redis", env.Getenv("WFC_REDIS"), "Redis `URL`, e.g. redis://localhost:6379/0 (default $WFC_REDIS)"),
+		shards: fs.Int("shards", 1, "number of shards runs are spread over; the same for every process"),
+	}
+}
+
+func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level) (*runtime.Engine, error) {
+	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))
+	return runtime.Open(ctx, runtime.Options{RedisURL: *r.redis, Shards: *r.shards, Logger: log})
+}
+
+func runRun(ctx context.Context, env *Env, args []string) int {
+	fs := newFlags("run", "wfc run [flags] FILE", runDoc)
+	rf := addRuntimeFlags(fs, env)
+	var inputs listFlag
+	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
+	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
+	workers := fs.Int("workers", 4, "in-process workers")
+	allowExec := fs.Bool("allow-exec", false, "let the exec handler run programs")
+	jsonOut := fs.Bool("json", false, "print the run's final status as JSON")
+	quiet := fs.Bool("q", false, "do not print node progress")
+	args, code, ok := fs.parse(env, args)
+	if !ok {
+		return code
+	}
+	if len(args) != 1 {
+		return fs.usageError(env, "run takes one workflow file")
+	}
+	if *workers < 1 {
+		return fs.usageError(env, "--workers must be at least 1")
+	}
+	w, code := loadWorkflow(env, args[0])
+	if w == nil {
+		return code
+	}
+	if err := runtime.CheckSupported(w); err != nil {
+		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		return exitFailed
+	}
+	in, err := parseInputs(w, inputs, *inputFile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		return exitFailed
+	}
+	eng, err := rf.open(ctx, env, slog.LevelWarn)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		return exitFailed
+	}
+	defer eng.Close()
+	if eng.Embedded() {
+		fmt.Fprintln(env.Stderr, "wfc: embedded Redis (in memory only: the run is lost when wfc exits; use --redis for a durable one)")
+	}
+	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec})
+	defer eng.StopWorkers()
+	id, err := eng.Submit(ctx, w, in)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(env.Stderr, "run %s: %s started\n", id, w.Name)
+	st, err := watch(ctx, env, eng, id, !*quiet)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(env.Stderr, "wfc run: interrupted; run %s is left as it is\n", id)
+		} else {
+			fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		}
+		return exitFailed
+	}
+	return finish(env, st, *jsonOut)
+}
+
+// watch waits for the run to end, printing node state changes.
+func watch(ctx context.Context, env *Env, eng *runtime.Engine, id string, progress bool) (*runtime.Status, error) {
+	seen := map[string]string{}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := eng.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if progress {
+			keys := make([]string, 0, len(st.Nodes))
+			for k := range st.Nodes {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				n := st.Nodes[k]
+				if seen[k] == n.State {
+					continue
+				}
+				seen[k] = n.State
+				line := fmt.Sprintf("  %-24s %s", k, n.State)
+				if n.Error != "" {
+					line += ": " + n.Error
+				}
+				fmt.Fprintln(env.Stderr, line)
+			}
+		}
+		if st.State != runtime.RunRunning {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func finish(env *Env, st *runtime.Status, jsonOut bool) int {
+	if jsonOut {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	} else if len(st.Result) > 0 {
+		var v any
+		if json.Unmarshal(st.Result, &v) == nil {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			fmt.Fprintf(env.Stdout, "%s\n", b)
+		}
+	}
+	switch st.State {
+	case runtime.RunCompleted:
+		fmt.Fprintf(env.Stderr, "run %s: completed\n", st.RunID)
+		return exitOK
+	default:
+		msg := st.State
+		if st.Error != "" {
+			msg += ": " + st.Error
+		}
+		fmt.Fprintf(env.Stderr, "run %s: %s\n", st.RunID, msg)
+		return exitFailed
+	}
+}
+
+// loadWorkflow compiles a .wf file or decodes an IR file. On failure it
+// reports and returns a nil workflow and the exit code.
+func loadWorkflow(env *Env, path string) (*ir.Workflow, int) {
+	name, src, err := readSource(env, path)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc: %v\n", err)
+		return nil, exitFailed
+	}
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".json":
+		w, err := ir.Decode(src)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "wfc: %s: %v\n", name, err)
+			return nil, exitFailed
+		}
+		if probs := ir.Validate(w); len(probs) > 0 {
+			fmt.Fprintf(env.Stderr, "wfc: %s: invalid IR: %v\n", name, ir.Problems(probs))
+			return nil, exitFailed
+		}
+		return w, exitOK
+	case ".yaml", ".yml":
+		w, err := ir.DecodeYAML(src)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "wfc: %s: %v\n", name, err)
+			return nil, exitFailed
+		}
+		if probs := ir.Validate(w); len(probs) > 0 {
+			fmt.Fprintf(env.Stderr, "wfc: %s: invalid IR: %v\n", name, ir.Problems(probs))
+			return nil, exitFailed
+		}
+		return w, exitOK
+	}
+	res := compiler.Compile(name, src, compiler.Config{})
+	if len(res.Diags) > 0 {
+		diag.WriteText(env.Stderr, res.Diags, res.Files)
+	}
+	if res.IR == nil {
+		return nil, exitFor(res.Diags)
+	}
+	return res.IR, exitOK
+}
+
+// parseInputs reads --input-file and --input values, typed by the
+// workflow's declared inputs: a string input takes VALUE as it is, any
+// other type parses it as JSON.
+func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, error) {
+	in := map[string]any{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--input-file: %w", err)
+		}
+		if err := json.Unmarshal(b, &in); err != nil {
+			return nil, fmt.Errorf("--input-file %s: not a JSON object: %v", file, err)
+		}
+	}
+	types := map[string]ir.Type{}
+	for _, i := range w.Inputs {
+		types[i.Name] = i.Type
+	}
+	for _, p := range pairs {
+		name, val, ok := strings.Cut(p, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--input %q: want NAME=VALUE", p)
+		}
+		t, known := types[name]
+		if !known {
+			return nil, fmt.Errorf("--input %s: the workflow has no input %q%s", p, name, inputList(w))
+		}
+		if t.Kind == ir.KindString || t.Kind == ir.KindDuration {
+			in[name] = val
+			continue
+		}
+		var v any
+		if err := json.Unmarshal([]byte(val), &v); err != nil {
+			if t.Kind == ir.KindAny {
+				in[name] = val
+				continue
+			}
+			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON: %v", p, name, typeString(&t), err)
+		}
+		in[name] = v
+	}
+	return in, nil
+}
+
+func inputList(w *ir.Workflow) string {
+	if len(w.Inputs) == 0 {
+		return " (it declares none)"
+	}
+	names := make([]string, len(w.Inputs))
+	for i, in := range w.Inputs {
+		names[i] = in.Name
+	}
+	return " (its inputs: " + strings.Join(names, ", ") + ")"
+}
+
+const workerDoc = `
+Worker runs the nodes of workflows stored in a Redis: it reads ready
+tokens from the queues, runs their handlers, and commits each transition
+with one script. Start as many as you like, on as many machines as you
+like; they share the work. On SIGINT or SIGTERM a worker stops claiming new
+work and finishes (or releases) what it holds.`
+
+func runWorker(ctx context.Context, env *Env, args []string) int {
+	fs := newFlags("worker", "wfc worker --redis URL [flags]", workerDoc)
+	rf := addRuntimeFlags(fs, env)
+	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: all)")
+	conc := fs.Int("concurrency", 8, "handlers run at once")
+	allowExec := fs.Bool("allow-exec", false, "let the exec handler run programs")
+	verbose := fs.Bool("v", false, "log each node execution")
+	args, code, ok := fs.parse(env, args)
+	if !ok {
+		return code
+	}
+	if len(args) > 0 {
+		return fs.usageError(env, "worker takes no arguments")
+	}
+	if *rf.redis == "" {
+		return fs.usageError(env, "--redis (or $WFC_REDIS) is required: a worker serves a shared Redis")
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	eng, err := rf.open(ctx, env, level)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
+		return exitFailed
+	}
+	defer eng.Close()
+	var qs []string
+	if *queues != "" {
+		qs = strings.Split(*queues, ",")
+	}
+	fmt.Fprintf(env.Stderr, "wfc worker: serving %s (concurrency %d)\n", eng.RedisAddr(), *conc)
+	eng.StartWorkers(ctx, 1, runtime.WorkerOptions{Queues: qs, Concurrency: *conc, AllowExec: *allowExec})
+	<-ctx.Done()
+	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
+	eng.StopWorkers()
+	return exitOK
+}
+
+const submitDoc = `
+Submit starts a run of a workflow in a Redis and prints its run id; the
+'wfc worker' processes serving that Redis execute it. Inputs as for 'wfc
+run'.`
+
+func runSubmit(ctx context.Context, env *Env, args []string) int {
+	fs := newFlags("submit", "wfc submit --redis URL [flags] FILE", submitDoc)
+	rf := addRuntimeFlags(fs, env)
+	var inputs listFlag
+	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
+	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
+	wait := fs.Bool("wait", false, "wait for the run to end, printing progress, and exit like 'wfc run'")
+	args, code, ok := fs.parse(env, args)
+	if !ok {
+		return code
+	}
+	if len(args) != 1 {
+		return fs.usageError(env, "submit takes one workflow file")
+	}
+	if *rf.redis == "" {
+		return fs.usageError(env, "--redis (or $WFC_REDIS) is required; 'wfc run' runs a workflow without one")
+	}
+	w, code := loadWorkflow(env, args[0])
+	if w == nil {
+		return code
+	}
+	if err := runtime.CheckSupported(w); err != nil {
+		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		return exitFailed
+	}
+	in, err := parseInputs(w, inputs, *inputFile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		return exitFailed
+	}
+	eng, err := rf.open(ctx, env, slog.LevelWarn)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		return exitFailed
+	}
+	defer eng.Close()
+	id, err := eng.Submit(ctx, w, in)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintln(env.Stdout, id)
+	if !*wait {
+		return exitOK
+	}
+	st, err := watch(ctx, env, eng, id, true)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		return exitFailed
+	}
+	return finish(env, st, false)
+}
+
+// runOnRun is the shape of status, cancel, retry and events: one run id
+// against a Redis.
+func runOnRun(name, doc string, act func(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int) func(context.Context, *Env, []string) int {
+	return func(ctx context.Context, env *Env, args []string) int {
+		fs := newFlags(name, "wfc "+name+" --redis URL [flags] RUN", doc)
+		rf := addRuntimeFlags(fs, env)
+		jsonOut := fs.Bool("json", false, "print JSON")
+		args, code, ok := fs.parse(env, args)
+		if !ok {
+			return code
+		}
+		if len(args) != 1 {
+			return fs.usageError(env, "%s takes one run id", name)
+		}
+		if *rf.redis == "" {
+			return fs.usageError(env, "--redis (or $WFC_REDIS) is required")
+		}
+		eng, err := rf.open(ctx, env, slog.LevelWarn)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "wfc %s: %v\n", name, err)
+			return exitFailed
+		}
+		defer eng.Close()
+		return act(ctx, env, eng, args[0], *jsonOut)
+	}
+}
+
+func runStatus(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int {
+	st, err := eng.Status(ctx, id)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc status: %v\n", err)
+		return exitFailed
+	}
+	if jsonOut {
+		b, _ := json.MarshalIndent(st, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+		return exitOK
+	}
+	writeStatus(env.Stdout, st)
+	return exitOK
+}
+
+func writeStatus(w io.Writer, st *runtime.Status) {
+	fmt.Fprintf(w, "run %s  workflow %s  %s\n", st.RunID, st.Workflow, st.State)
+	if st.Error != "" {
+		fmt.Fprintf(w, "error: %s\n", st.Error)
+	}
+	keys := make([]string, 0, len(st.Nodes))
+	for k := range st.Nodes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		n := st.Nodes[k]
+		line := fmt.Sprintf("  %-24s %s", k, n.State)
+		if n.Error != "" {
+			line += ": " + n.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(st.Result) > 0 {
+		fmt.Fprintf(w, "result: %s\n", st.Result)
+	}
+}
+
+func runCancel(ctx context.Context, env *Env, eng *runtime.Engine, id string, _ bool) int {
+	if err := eng.Cancel(ctx, id); err != nil {
+		fmt.Fprintf(env.Stderr, "wfc cancel: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(env.Stderr, "run %s: cancelled\n", id)
+	return exitOK
+}
+
+func runRetry(ctx context.Context, env *Env, eng *runtime.Engine, id string, _ bool) int {
+	if err := eng.Retry(ctx, id); err != nil {
+		fmt.Fprintf(env.Stderr, "wfc retry: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(env.Stderr, "run %s: retrying the failed part (completed nodes keep their outputs)\n", id)
+	return exitOK
+}
+
+func runEvents(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int {
+	evs, err := eng.Events(ctx, id)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc events: %v\n", err)
+		return exitFailed
+	}
+	if jsonOut {
+		if evs == nil {
+			evs = []runtime.Event{}
+		}
+		b, _ := json.MarshalIndent(evs, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+		return exitOK
+	}
+	for _, ev := range evs {
+		keys := make([]string, 0, len(ev.Fields))
+		for k := range ev.Fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s=%s", k, ev.Fields[k])
+		}
+		fmt.Fprintf(env.Stdout, "%s %-18s%s\n", ev.Time.Format("15:04:05.000"), ev.Type, b.String())
+	}
+	return exitOK
+}

@@ -301,17 +301,16 @@ func (s *state) lowerNode(n *node) ir.Node {
 	case "agent":
 		a := &ir.Agent{Model: n.model, Temperature: n.temperature, Routes: names(n.routes), Default: names(n.dflt)}
 		if n.prompt != nil {
-			if n.prompt.Template != nil {
-				a.Prompt = ir.Value{Template: s.template(n.prompt)}
-			} else {
-				b, _ := json.Marshal(n.prompt.Value)
-				a.Prompt = ir.Value{Const: b}
-			}
+			a.Prompt = s.promptValue(n.prompt)
 		}
 		in.Agent = a
 		in.With = s.params(n.with)
 	case "human":
 		in.Human = &ir.Human{Approvers: n.approvers, TimeoutMS: n.timeoutMS, OnTimeout: n.onTimeout, OnReject: names(n.onReject)}
+		if n.prompt != nil {
+			p := s.promptValue(n.prompt)
+			in.Human.Prompt = &p
+		}
 	case "flow":
 		if n.uses != nil {
 			in.Flow = &ir.Flow{Uses: n.uses.Value, With: in.With}
@@ -319,6 +318,15 @@ func (s *state) lowerNode(n *node) ir.Node {
 		}
 	}
 	return in
+}
+
+// promptValue lowers a prompt string: a template, or a constant.
+func (s *state) promptValue(str *ast.String) ir.Value {
+	if str.Template != nil {
+		return ir.Value{Template: s.template(str)}
+	}
+	b, _ := json.Marshal(str.Value)
+	return ir.Value{Const: b}
 }
 
 // validate re-analyses the final IR and checks it the way a runtime or the

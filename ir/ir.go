@@ -271,6 +271,7 @@ type Human struct {
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
 	OnTimeout string   `json:"on_timeout,omitempty"` // TimeoutApprove, TimeoutReject or TimeoutFail; empty means fail
 	OnReject  []string `json:"on_reject,omitempty"`
+	Prompt    *Value   `json:"prompt,omitempty"` // the message shown to approvers
 }
 
 // A Flow represents running a child workflow.

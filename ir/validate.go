@@ -275,6 +275,9 @@ func (v *validator) node(i int, seen map[string]bool) {
 			v.addf(p+"/human/on_timeout", "invalid on_timeout %q (want approve, reject or fail)", h.OnTimeout)
 		}
 		v.targets(p+"/human/on_reject", n.ID, h.OnReject)
+		if h.Prompt != nil {
+			v.value(p+"/human/prompt", h.Prompt)
+		}
 	}
 	if f := n.Flow; f != nil {
 		if f.Uses == "" {

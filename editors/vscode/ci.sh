@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# CI for the VS Code extension in editors/vscode: installs the pinned npm
+# packages, compiles the client, runs the manifest check, the grammar unit
+# and snapshot tests, the client tests and the Go keyword check, and
+# packages the .vsix. Needs Node >= 20 and the npm registry; downloads no VS
+# Code. Runs from any directory and may be run again (npm ci reinstalls
+# node_modules, the .vsix is rewritten). Exits non-zero if any step fails.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+
+export npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
+begin=$SECONDS
+passed=0
+failed=0
+failures=()
+
+step() {
+  local name=$1
+  shift
+  local t=$SECONDS
+  echo "== $name"
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "-- ok: $name ($((SECONDS - t))s)"
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "-- FAILED: $name ($((SECONDS - t))s)"
+  fi
+}
+
+for tool in node npm; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "ci.sh: $tool is not installed (Node >= 20 is needed)"
+    exit 1
+  fi
+done
+echo "node $(node --version), npm $(npm --version 2>/dev/null)"
+
+step "npm ci" npm ci --no-audit --no-fund
+if [ "$failed" -ne 0 ]; then
+  echo "vscode extension: $passed passed, $failed failed: npm ci failed, nothing else can run"
+  exit 1
+fi
+install_time=$((SECONDS - begin))
+
+step "compile (tsc -p .)" npm run --silent compile
+step "manifest and keyword check" node scripts/check-manifest.js
+step "grammar unit tests (tests/unit)" npx --no-install vscode-tmgrammar-test -g syntaxes/wf.tmLanguage.json "tests/unit/*.test.wf"
+step "grammar snapshot tests (tests/snap)" npx --no-install vscode-tmgrammar-snap -g syntaxes/wf.tmLanguage.json "tests/snap/*.wf"
+version=$(node -p "require('./package.json').version")
+rm -f wfc-*.vsix
+step "package (vsce package)" npx --no-install vsce package --no-dependencies --skip-license -o "wfc-$version.vsix"
+step "manifest check of the build" node scripts/check-manifest.js --require-build
+step "client tests (tests/client, on the bundle)" node --test tests/client/*.test.js
+step "vsix contents" node scripts/check-vsix.js "wfc-$version.vsix"
+if command -v go >/dev/null 2>&1; then
+  step "keywords.json vs the Go compiler and docs (go test ./keywordcheck)" go test -count=1 ./keywordcheck
+else
+  echo "== go not installed: keywordcheck skipped (go test ./... runs it)"
+fi
+
+echo
+echo "npm ci: ${install_time}s; the rest: $((SECONDS - begin - install_time))s"
+if [ "$failed" -ne 0 ]; then
+  printf 'failed: %s\n' "${failures[@]}"
+fi
+echo "vscode extension: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -231,6 +231,19 @@ func (v *env) note(req handlers.Request) {
 	v.times[req.IdempotencyKey] = append(v.times[req.IdempotencyKey], time.Now())
 }
 
+// waitStarted waits for a block handler to start and returns its
+// idempotency key.
+func (v *env) waitStarted() string {
+	v.t.Helper()
+	select {
+	case k := <-v.started:
+		return k
+	case <-time.After(20 * time.Second):
+		v.t.Fatal("no block handler started")
+		return ""
+	}
+}
+
 func (v *env) callCount(key string) int {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -166,8 +166,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		loops.Add(1)
 		go func() { defer loops.Done(); w.readLoop(ctx, hctx, s) }()
 	}
-	loops.Add(2)
-	go func() { defer loops.Done(); w.claimLoop(ctx, hctx) }()
+	loops.Add(1)
 	go func() { defer loops.Done(); w.timerLoop(ctx) }()
 	w.log.Debug("wfc worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency)
 	<-ctx.Done()
@@ -242,6 +241,9 @@ func (w *Worker) releaseSlots(n int) {
 	}
 }
 
+// readLoop reads the shard's queues with XREADGROUP, taking only as many
+// messages as it has free slots, and claims stale messages every
+// ClaimInterval.
 func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 	streams := make([]string, 0, 2*len(w.opts.Queues))
 	for _, q := range w.opts.Queues {
@@ -251,10 +253,19 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		streams = append(streams, ">")
 	}
 	backoff := newBackoff()
+	cursors := map[string]string{}
+	lastClaim := time.Now()
 	for ctx.Err() == nil {
 		n := w.acquire(ctx, w.opts.Batch)
 		if n == 0 {
 			return
+		}
+		if time.Since(lastClaim) >= w.opts.ClaimInterval {
+			lastClaim = time.Now()
+			if c := w.claim(ctx, hctx, shard, n, cursors); c > 0 {
+				w.releaseSlots(n - c)
+				continue
+			}
 		}
 		res, err := w.st.blk.XReadGroup(ctx, &redis.XReadGroupArgs{
 			Group: Group, Consumer: w.opts.Consumer, Streams: streams, Count: int64(n), Block: w.opts.Block,
@@ -298,54 +309,41 @@ func (w *Worker) queueOf(stream string) string {
 	return q
 }
 
-// claimLoop takes over messages that stayed pending longer than the
-// visibility timeout: their worker died or lost its connection.
-func (w *Worker) claimLoop(ctx, hctx context.Context) {
-	cursors := map[string]string{}
-	t := time.NewTicker(w.opts.ClaimInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// claim takes over up to n messages of the shard's queues that stayed
+// pending longer than the visibility timeout: their worker died or lost
+// its connection. It dispatches them and returns how many it took.
+func (w *Worker) claim(ctx, hctx context.Context, shard, n int, cursors map[string]string) int {
+	used := 0
+	for _, q := range w.opts.Queues {
+		if used == n {
+			break
 		}
-		for s := 0; s < max(w.ks.shards, 1); s++ {
-			for _, q := range w.opts.Queues {
-				stream := w.ks.stream(s, q)
-				n := w.tryAcquire(w.opts.Batch)
-				if n == 0 {
-					break
-				}
-				start := cursors[stream]
-				if start == "" {
-					start = "0-0"
-				}
-				msgs, next, err := w.st.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-					Stream: stream, Group: Group, Consumer: w.opts.Consumer,
-					MinIdle: w.opts.VisibilityTimeout, Start: start, Count: int64(n),
-				}).Result()
-				if err != nil {
-					w.releaseSlots(n)
-					if ctx.Err() == nil && !strings.Contains(err.Error(), "NOGROUP") {
-						w.log.Warn("wfc worker: claiming stale messages", "stream", stream, "err", err)
-					}
-					continue
-				}
-				cursors[stream] = next
-				used := 0
-				for _, m := range msgs {
-					if _, busy := w.inflight.Load(m.ID); busy || m.Values == nil {
-						continue
-					}
-					used++
-					w.log.Info("wfc worker: claimed a stale message", "stream", stream, "id", m.ID)
-					w.dispatch(hctx, s, q, m)
-				}
-				w.releaseSlots(n - used)
+		stream := w.ks.stream(shard, q)
+		start := cursors[stream]
+		if start == "" {
+			start = "0-0"
+		}
+		msgs, next, err := w.st.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: stream, Group: Group, Consumer: w.opts.Consumer,
+			MinIdle: w.opts.VisibilityTimeout, Start: start, Count: int64(n - used),
+		}).Result()
+		if err != nil {
+			if ctx.Err() == nil && !strings.Contains(err.Error(), "NOGROUP") {
+				w.log.Warn("wfc worker: claiming stale messages", "stream", stream, "err", err)
 			}
+			continue
+		}
+		cursors[stream] = next
+		for _, m := range msgs {
+			if _, busy := w.inflight.Load(m.ID); busy || m.Values == nil {
+				continue
+			}
+			used++
+			w.log.Info("wfc worker: claimed a stale message", "stream", stream, "id", m.ID)
+			w.dispatch(hctx, shard, q, m)
 		}
 	}
+	return used
 }
 
 // timerLoop moves due timer entries (retries, deadlines) to the queues.

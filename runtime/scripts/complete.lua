@@ -53,6 +53,8 @@ else
 end
 
 if A.failrun then
+  redis.call('HINCRBY', META, 'counter', DC)
+  DC = 0
   failrun(A.error, x)
   ack()
   return 'failed'

@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// poll outputs {n: k} for the k-th execution of a node in a run. It is
+// idempotent: a redelivered execution (same idempotency key) gets the same
+// answer.
+func registerPoll(v *env) {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	answers := map[string]int{}
+	v.reg.RegisterFunc("poll", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+		v.note(req)
+		mu.Lock()
+		n, ok := answers[req.IdempotencyKey]
+		if !ok {
+			counts[req.RunID+"/"+req.Node]++
+			n = counts[req.RunID+"/"+req.Node]
+			answers[req.IdempotencyKey] = n
+		}
+		mu.Unlock()
+		return json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)), nil
+	})
+}
+
+func TestLoopEndsNormally(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		registerPoll(v)
+		v.worker()
+		// prepare -> check (loop back_to check while n < 3, max 5) -> done
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("n", "check.output.n"), output("done", "has(done.output)"), output("dlq", "has(dlq.output)")},
+			nodes: []*nodeSpec{
+				task("prepare", "noop"),
+				task("check", "poll", after("prepare"), loop("output.n < 3", 5, "", "dlq")),
+				task("done", "noop", after("check")),
+				task("dlq", "noop"),
+			},
+		})
+		st := v.run(w, nil)
+		if string(st.Result) != `{"n":3,"done":true,"dlq":false}` {
+			t.Fatalf("result %s (%s)", st.Result, dump(st))
+		}
+		for _, x := range []string{"check@1", "check@2", "check@3"} {
+			if nodeState(st, x) != NodeCompleted {
+				t.Errorf("%s is %s", x, nodeState(st, x))
+			}
+		}
+		if nodeState(st, "dlq") != NodeSkipped {
+			t.Errorf("dlq is %s", nodeState(st, "dlq"))
+		}
+	})
+}
+
+func TestLoopExhausted(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		registerPoll(v)
+		v.worker()
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("n", "check.output.n"), output("done", "has(done.output)"), output("dlq", "has(dlq.output)")},
+			nodes: []*nodeSpec{
+				task("check", "poll", loop("output.n < 100", 4, "", "dlq")),
+				task("done", "noop", after("check")),
+				task("dlq", "noop"),
+			},
+		})
+		st := v.run(w, nil)
+		if st.State != RunCompleted || string(st.Result) != `{"n":4,"done":false,"dlq":true}` {
+			t.Fatalf("%s result %s", st.State, st.Result)
+		}
+		// Without an exhausted path the loop node fails, and so does the run.
+		w2 := build(t, wfSpec{nodes: []*nodeSpec{
+			task("check", "poll", loop("true", 2, "")),
+			task("done", "noop", after("check")),
+		}})
+		st = v.run(w2, nil)
+		if st.State != RunFailed || st.FailedNode != "check@2" {
+			t.Fatalf("without exhausted: %s failed at %q: %s", st.State, st.FailedNode, st.Error)
+		}
+	})
+}
+
+// A loop body with a fan-out and a join inside: the join must start fresh
+// in every iteration (iteration-aware keys), and an edge entering the body
+// from outside counts in every iteration.
+func TestLoopBodyWithJoin(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		registerPoll(v)
+		v.worker()
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("n", "tail.output.n"), output("sum", "merge.output.sum")},
+			nodes: []*nodeSpec{
+				task("seed", "cel", with("base", cexpr("10"))),
+				task("head", "poll", after("seed")),
+				task("left", "cel", after("head"), with("v", cexpr("head.output.n"))),
+				task("right", "cel", after("head"), with("v", cexpr("head.output.n * 100"))),
+				// merge also waits for seed, which is outside the body
+				task("merge", "count", after("left", "right", "seed"), with("sum", cexpr("left.output.v + right.output.v + seed.output.base"))),
+				task("tail", "poll", after("merge"), loop("output.n < 3", 10, "head")),
+				task("end", "noop", after("tail")),
+			},
+		})
+		st := v.run(w, nil)
+		if string(st.Result) != `{"n":3,"sum":313}` {
+			t.Fatalf("result %s; %s", st.Result, dump(st))
+		}
+		for i := 1; i <= 3; i++ {
+			x := fmt.Sprintf("merge@%d", i)
+			if nodeState(st, x) != NodeCompleted {
+				t.Errorf("%s is %s", x, nodeState(st, x))
+			}
+			if n := v.callCount(st.RunID + "/" + x); n != 1 {
+				t.Errorf("%s ran %d times", x, n)
+			}
+		}
+	})
+}
+
+func TestNestedLoops(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		var calls atomic.Int64
+		v.reg.RegisterFunc("tick", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			calls.Add(1)
+			return json.RawMessage(`{"iter":"` + req.Iteration + `"}`), nil
+		})
+		v.worker()
+		// outer: o1 -> inner -> o2 (loop back_to o1, 3 times); inner loops on
+		// itself twice per outer iteration.
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("last", "o2.output.iter")},
+			nodes: []*nodeSpec{
+				task("o1", "tick"),
+				task("inner", "tick", after("o1"), loop("!output.iter.endsWith('.2')", 5, "")),
+				task("o2", "tick", after("inner"), loop("!output.iter.startsWith('3')", 5, "o1")),
+			},
+		})
+		st := v.run(w, nil)
+		if string(st.Result) != `{"last":"3"}` {
+			t.Fatalf("result %s; %s", st.Result, dump(st))
+		}
+		if calls.Load() != 3*(1+2+1) {
+			t.Errorf("%d handler calls, want 12", calls.Load())
+		}
+		for _, x := range []string{"inner@1.1", "inner@1.2", "inner@3.2", "o1@3", "o2@3"} {
+			if nodeState(st, x) != NodeCompleted {
+				t.Errorf("%s is %s", x, nodeState(st, x))
+			}
+		}
+	})
+}
+
+func TestMaxHops(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{
+			set: ir.Settings{MaxHops: 4},
+			nodes: []*nodeSpec{
+				task("a", "noop"),
+				task("b", "noop", after("a"), loop("true", 100, "")),
+			},
+		})
+		st := v.run(w, nil)
+		if st.State != RunFailed || st.FailedNode != "b@4" {
+			t.Fatalf("%s at %q: %s", st.State, st.FailedNode, st.Error)
+		}
+	})
+}

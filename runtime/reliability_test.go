@@ -1,0 +1,412 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+	"github.com/wfc-lang/wfc/runtime/internal/redistest"
+)
+
+// mixed is a workflow with a fan-out, a join, a branch, a for_each and a
+// loop, used by the fault tests.
+func mixed(t testing.TB) *ir.Workflow {
+	return build(t, wfSpec{
+		inputs:  []ir.Input{{Name: "xs", Type: ir.Type{Kind: ir.KindList, Elem: &ir.Type{Kind: ir.KindInt}}, Default: json.RawMessage(`[1, 2, 3]`)}},
+		outputs: []ir.Output{output("total", "sum.output.total"), output("route", "has(big.output) ? 'big' : 'small'"), output("polls", "poll.output.n")},
+		nodes: []*nodeSpec{
+			task("start", "count", with("k", konst("2"))),
+			task("left", "count", after("start"), with("v", cexpr("start.output.k * 10"))),
+			task("right", "count", after("start"), forEach("x", "input.xs", 2), with("v", cexpr("x"))),
+			task("sum", "count", after("left", "right"), with("total", cexpr("left.output.v + right.output[0].v + right.output[1].v + right.output[2].v")),
+				branch([]string{"small"}, rule("output.total > 20", "big"))),
+			task("big", "count"),
+			task("small", "count"),
+			task("poll", "poll", after("big", "small"), loop("output.n < 3", 5, "")),
+			task("end", "count", after("poll")),
+		},
+	})
+}
+
+const mixedResult = `{"total":26,"route":"big","polls":3}`
+
+// T1: every token is added to its queue 10 times and every message is
+// handled twice at once; state transitions still happen exactly once.
+func TestDuplicateDeliveryStorm(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		registerPoll(v)
+		v.worker(func(o *WorkerOptions) { o.redeliver = 10; o.dup = 2; o.Concurrency = 16 })
+		var runs []string
+		for range 3 {
+			runs = append(runs, v.submit(mixed(t), nil))
+		}
+		for _, r := range runs {
+			st := v.wait(r)
+			if st.State != RunCompleted || string(st.Result) != mixedResult {
+				t.Fatalf("%s: %s %s %s", r, st.State, st.Result, st.Error)
+			}
+		}
+		waitNoPending(t, v.e)
+		for _, r := range runs {
+			v.check(r)
+		}
+	})
+}
+
+// T5: 50 parents complete at the same moment into one join, which fires
+// exactly once.
+func TestFanInRace(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		const n = 50
+		v := newEnv(t, b)
+		v.barrier = &barrier{n: n, open: make(chan struct{})}
+		v.worker(func(o *WorkerOptions) { o.Concurrency = n })
+		specs := []*nodeSpec{}
+		var parents []string
+		for i := range n {
+			id := fmt.Sprintf("p%02d", i)
+			parents = append(parents, id)
+			specs = append(specs, task(id, "barrier", with("i", konst(fmt.Sprint(i)))))
+		}
+		specs = append(specs, task("join", "count", after(parents...)), task("end", "noop", after("join")))
+		st := v.run(build(t, wfSpec{nodes: specs}), nil)
+		if st.State != RunCompleted {
+			t.Fatalf("%s %s", st.State, st.Error)
+		}
+		if c := v.callCount(st.RunID + "/join"); c != 1 {
+			t.Errorf("join ran %d times", c)
+		}
+		evs, _ := v.e.Events(v.ctx, st.RunID)
+		q := 0
+		for _, ev := range evs {
+			if ev.Type == "node.queued" && ev.Fields["x"] == "join" {
+				q++
+			}
+		}
+		if q != 1 {
+			t.Errorf("join queued %d times", q)
+		}
+	})
+}
+
+// T2 in-process: a worker dies in the middle of a node (its context is
+// cancelled, nothing is acknowledged or released); another worker claims
+// the message after the visibility timeout and the run completes, each
+// transition applied once.
+func TestWorkerCrashInProcess(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		o := fastWorker(v.reg)
+		o.crash = true
+		o.Consumer = "doomed"
+		w1 := v.e.NewWorker(o)
+		ctx1, kill := context.WithCancel(v.ctx)
+		done1 := make(chan struct{})
+		go func() { defer close(done1); w1.Run(ctx1) }()
+		run := v.submit(mixedBlock(t), nil)
+		key := v.waitStarted()
+		kill()
+		<-done1
+		if pending(t, v.e) == 0 {
+			t.Fatal("the killed worker's message is not pending")
+		}
+		close(v.unblock)
+		start := time.Now()
+		v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer" })
+		st := v.wait(run)
+		if st.State != RunCompleted {
+			t.Fatalf("%s %s", st.State, st.Error)
+		}
+		if d := time.Since(start); d > 6*time.Second {
+			t.Errorf("recovery took %s", d)
+		}
+		if c := v.callCount(key); c != 2 {
+			t.Errorf("the blocked node ran %d times, want 2 (at-least-once)", c)
+		}
+		waitNoPending(t, v.e)
+	})
+}
+
+func mixedBlock(t testing.TB) *ir.Workflow {
+	return build(t, wfSpec{
+		outputs: []ir.Output{output("v", "b.output.v")},
+		nodes: []*nodeSpec{
+			task("a", "block", with("v", konst("7"))),
+			task("b", "count", after("a"), with("v", cexpr("a.output.v + 1"))),
+		},
+	})
+}
+
+var testworkerOnce struct {
+	sync.Once
+	path string
+	err  error
+}
+
+func buildTestworker(t testing.TB) string {
+	t.Helper()
+	testworkerOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "wfc-testworker-")
+		if err != nil {
+			testworkerOnce.err = err
+			return
+		}
+		testworkerOnce.path = filepath.Join(dir, "testworker")
+		out, err := exec.Command("go", "build", "-o", testworkerOnce.path, "./internal/testworker").CombinedOutput()
+		if err != nil {
+			testworkerOnce.err = fmt.Errorf("building testworker: %v\n%s", err, out)
+		}
+	})
+	if testworkerOnce.err != nil {
+		t.Fatal(testworkerOnce.err)
+	}
+	return testworkerOnce.path
+}
+
+// T2 with a real process: a worker process is killed with SIGKILL while
+// its handler runs; an in-process worker finishes the run.
+func TestWorkerCrashSIGKILL(t *testing.T) {
+	bin := buildTestworker(t)
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		marker := filepath.Join(t.TempDir(), "started")
+		cmd := exec.Command(bin, "-redis", "redis://"+v.e.RedisAddr(), "-prefix", v.e.opts.Prefix, "-marker", marker)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		run := v.submit(mixedBlock(t), nil)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if _, err := os.Stat(marker); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the worker process never started the handler")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+		close(v.unblock) // the in-process block handler returns at once
+		v.worker()
+		st := v.wait(run)
+		if st.State != RunCompleted || string(st.Result) != `{"v":8}` {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		waitNoPending(t, v.e)
+	})
+}
+
+// T3: Redis restarts in the middle of runs. Real Redis runs with
+// appendonly yes (appendfsync always) and is killed with SIGKILL and
+// restarted; the embedded server cannot restart without its process, so
+// on miniredis every connection is cut for a while through a proxy.
+func TestRedisRestartMidRun(t *testing.T) {
+	for _, name := range []string{"miniredis", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var outage func()
+			var b backend
+			if name == "redis" {
+				srv := redistest.Start(t, redistest.Options{AOF: true})
+				b = backend{"redis-aof", func(testing.TB) string { return srv.URL() }}
+				outage = func() {
+					srv.Kill()
+					time.Sleep(300 * time.Millisecond)
+					if err := srv.Restart(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				m := miniredis.RunT(t)
+				p, err := redistest.NewProxy(m.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Close)
+				b = backend{"miniredis-proxy", func(testing.TB) string { return "redis://" + p.Addr() }}
+				outage = func() {
+					p.Down()
+					time.Sleep(300 * time.Millisecond)
+					p.Up()
+				}
+			}
+			v := newEnv(t, b)
+			registerPoll(v)
+			v.reg.RegisterFunc("nap", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+				v.note(req)
+				select {
+				case <-time.After(150 * time.Millisecond):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return req.Config, nil
+			})
+			v.worker()
+			w := build(t, wfSpec{
+				outputs: []ir.Output{output("v", "c.output.v")},
+				nodes: []*nodeSpec{
+					task("a", "nap", with("v", konst("1"))),
+					task("b", "nap", after("a"), with("v", cexpr("a.output.v + 1")), forEach("i", "[1, 2, 3]", 1)),
+					task("c", "nap", after("b"), with("v", cexpr("size(b.output) + 1"))),
+					task("d", "poll", after("c"), loop("output.n < 3", 5, "")),
+				},
+			})
+			var runs []string
+			for range 3 {
+				runs = append(runs, v.submit(w, nil))
+			}
+			time.Sleep(250 * time.Millisecond)
+			outage()
+			for _, r := range runs {
+				st := v.wait(r)
+				if st.State != RunCompleted || string(st.Result) != `{"v":4}` {
+					t.Fatalf("%s: %s %s %s", r, st.State, st.Result, st.Error)
+				}
+			}
+			waitNoPending(t, v.e)
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		w := build(t, wfSpec{
+			inputs: []ir.Input{
+				input("id", ir.KindString),
+				input("n", ir.KindInt),
+				input("ratio", ir.KindNumber, "0.5"),
+				{Name: "tags", Type: ir.Type{Kind: ir.KindList, Elem: &ir.Type{Kind: ir.KindString}}, Default: json.RawMessage(`[]`)},
+				{Name: "opts", Type: ir.Type{Kind: ir.KindObject, Fields: []ir.Field{{Name: "dry", Type: ir.Type{Kind: ir.KindBool}}}}, Default: json.RawMessage(`{"dry":false}`)},
+				input("wait", ir.KindDuration, `"1s"`),
+			},
+			nodes: []*nodeSpec{task("a", "noop")},
+		})
+		for _, c := range []struct {
+			in   map[string]any
+			want string
+		}{
+			{map[string]any{"n": 1}, `missing required input "id" (string)`},
+			{map[string]any{"id": "x", "n": "1"}, "input n: got string, want int"},
+			{map[string]any{"id": "x", "n": 1.5}, "input n: got number, want int"},
+			{map[string]any{"id": "x", "n": 1, "tags": []any{"a", 2}}, "input tags[1]: got int, want string"},
+			{map[string]any{"id": "x", "n": 1, "opts": map[string]any{}}, "input opts: missing field dry"},
+			{map[string]any{"id": "x", "n": 1, "wait": "soon"}, "input wait: got string, want duration"},
+			{map[string]any{"id": "x", "n": 1, "extra": true}, `unknown input "extra"`},
+		} {
+			_, err := v.e.Submit(v.ctx, w, c.in)
+			var ie *InputError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v: got %v, want %q", c.in, err, c.want)
+			}
+		}
+		// Nothing was written by the refused submits.
+		keys, err := v.e.st.rdb.Keys(v.ctx, v.e.opts.Prefix+":*").Result()
+		if err != nil || len(keys) != 0 {
+			t.Errorf("refused submits wrote %v (%v)", keys, err)
+		}
+		// Integral floats are ints (JSON decoders produce float64).
+		if _, err := v.e.Submit(v.ctx, w, map[string]any{"id": "x", "n": float64(3)}); err != nil {
+			t.Errorf("n=3.0: %v", err)
+		}
+		for _, id := range []string{"nope", "bad id!", ""} {
+			if _, err := v.e.Status(v.ctx, id); !errors.Is(err, ErrUnknownRun) {
+				t.Errorf("Status(%q): %v", id, err)
+			}
+			if _, err := v.e.Events(v.ctx, id); !errors.Is(err, ErrUnknownRun) {
+				t.Errorf("Events(%q): %v", id, err)
+			}
+			if err := v.e.Cancel(v.ctx, id); !errors.Is(err, ErrUnknownRun) {
+				t.Errorf("Cancel(%q): %v", id, err)
+			}
+			if err := v.e.Retry(v.ctx, id); !errors.Is(err, ErrUnknownRun) {
+				t.Errorf("Retry(%q): %v", id, err)
+			}
+			if _, err := v.e.Wait(v.ctx, id); !errors.Is(err, ErrUnknownRun) {
+				t.Errorf("Wait(%q): %v", id, err)
+			}
+		}
+		// Idempotent submit with a run id.
+		id1, err := v.e.Submit(v.ctx, w, map[string]any{"id": "x", "n": 1}, WithRunID("order-42"))
+		if err != nil || id1 != "order-42" {
+			t.Fatalf("%q %v", id1, err)
+		}
+		if id2, err := v.e.Submit(v.ctx, w, map[string]any{"id": "x", "n": 1}, WithRunID("order-42")); err != nil || id2 != id1 {
+			t.Errorf("resubmit: %q %v", id2, err)
+		}
+		other := build(t, wfSpec{name: "other", nodes: []*nodeSpec{task("z", "noop")}})
+		if _, err := v.e.Submit(v.ctx, other, nil, WithRunID("order-42")); !errors.Is(err, ErrRunExists) {
+			t.Errorf("resubmit of another workflow: %v", err)
+		}
+	})
+}
+
+func TestRedisDown(t *testing.T) {
+	redistest.Require(t)
+	srv := redistest.Start(t, redistest.Options{})
+	url := srv.URL()
+	srv.Kill()
+	start := time.Now()
+	_, err := Open(context.Background(), Options{RedisURL: url, ConnectTimeout: 700 * time.Millisecond, Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach Redis at "+srv.Addr()) {
+		t.Fatalf("Open: %v", err)
+	}
+	if d := time.Since(start); d < 600*time.Millisecond || d > 5*time.Second {
+		t.Errorf("Open gave up after %s, want about 0.7s of retries", d)
+	}
+	// An engine whose server goes away reports errors, then works again.
+	srv2 := redistest.Start(t, redistest.Options{})
+	v := newEnv(t, backend{"redis", func(testing.TB) string { return srv2.URL() }})
+	w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop")}})
+	srv2.Kill()
+	ctx, cancel := context.WithTimeout(v.ctx, 3*time.Second)
+	defer cancel()
+	if _, err := v.e.Submit(ctx, w, nil); err == nil {
+		t.Fatal("submit with Redis down succeeded")
+	}
+	if err := srv2.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	v.worker()
+	st := v.run(w, nil)
+	if st.State != RunCompleted {
+		t.Fatalf("after restart: %s", st.State)
+	}
+}
+
+func TestUnsupportedNodes(t *testing.T) {
+	data, err := os.ReadFile("../testdata/golden/compiler/lead_qualification.ir.json")
+	if err != nil {
+		t.Skip(err)
+	}
+	w, err := ir.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckSupported(w)
+	if err == nil || !strings.Contains(err.Error(), "qualify (agent)") || !strings.Contains(err.Error(), "enterprise_sales (human)") {
+		t.Fatalf("CheckSupported: %v", err)
+	}
+	e := openEngine(t, backends[0], Options{})
+	if _, err := e.Submit(context.Background(), w, map[string]any{"lead_id": "L1"}); err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Errorf("Submit: %v", err)
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +48,9 @@ type WorkerOptions struct {
 	// TimerInterval is how often due retries and deadlines are moved from
 	// the timers to the queues (default 250 ms).
 	TimerInterval time.Duration
+	// TrimInterval is how often acknowledged entries are trimmed from the
+	// head of the queue streams (default 1 min).
+	TrimInterval time.Duration
 	// ShutdownGrace is how long a stopping worker lets in-flight handlers
 	// finish before cancelling them and releasing their messages
 	// (default 10 s).
@@ -90,6 +95,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.TimerInterval <= 0 {
 		o.TimerInterval = 250 * time.Millisecond
+	}
+	if o.TrimInterval <= 0 {
+		o.TrimInterval = time.Minute
 	}
 	if o.ShutdownGrace == 0 {
 		o.ShutdownGrace = 10 * time.Second
@@ -350,11 +358,22 @@ func (w *Worker) claim(ctx, hctx context.Context, shard, n int, cursors map[stri
 func (w *Worker) timerLoop(ctx context.Context) {
 	t := time.NewTicker(w.opts.TimerInterval)
 	defer t.Stop()
+	lastTrim := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if time.Since(lastTrim) >= w.opts.TrimInterval {
+			lastTrim = time.Now()
+			for s := 0; s < max(w.ks.shards, 1); s++ {
+				for _, q := range w.opts.Queues {
+					if err := w.trim(ctx, w.ks.stream(s, q)); err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "NOGROUP") {
+						w.log.Warn("wfc worker: trimming a queue", "queue", q, "err", err)
+					}
+				}
+			}
 		}
 		for s := 0; s < max(w.ks.shards, 1); s++ {
 			for _, q := range w.opts.Queues {
@@ -399,10 +418,16 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 			}
 		}
 	}
+	var tok Token
+	json.Unmarshal([]byte(raw), &tok)
+	// mctx ends early when the run ends under the handler (cancelled,
+	// failed elsewhere, deadline): nothing it does could be applied.
+	mctx, mcancel := context.WithCancelCause(hctx)
+	defer mcancel(nil)
 	hbDone := make(chan struct{})
 	var hbWG sync.WaitGroup
 	hbWG.Add(1)
-	go func() { defer hbWG.Done(); w.heartbeat(hctx, stream, m.ID, hbDone) }()
+	go func() { defer hbWG.Done(); w.heartbeat(hctx, stream, m.ID, tok, hbDone, mcancel) }()
 	var err error
 	if w.opts.dup > 1 {
 		var wg sync.WaitGroup
@@ -411,7 +436,7 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if e := w.process(hctx, stream, q, m.ID, raw); e != nil {
+				if e := w.process(mctx, stream, q, m.ID, raw); e != nil {
 					mu.Lock()
 					err = e
 					mu.Unlock()
@@ -420,13 +445,17 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 		}
 		wg.Wait()
 	} else {
-		err = w.process(hctx, stream, q, m.ID, raw)
+		err = w.process(mctx, stream, q, m.ID, raw)
 	}
 	close(hbDone)
 	hbWG.Wait()
 	w.handled.Add(1)
 	switch {
 	case err == nil:
+	case hctx.Err() == nil && errors.Is(context.Cause(mctx), errRunEnded):
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.st.rdb.XAck(ctx, stream, Group, m.ID)
 	case errors.Is(err, errAbandon) || hctx.Err() != nil:
 		if w.opts.crash {
 			return
@@ -444,8 +473,9 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 }
 
 // heartbeat keeps an in-flight message's idle time low while its handler
-// runs, so that other workers do not claim it.
-func (w *Worker) heartbeat(ctx context.Context, stream, id string, done <-chan struct{}) {
+// runs, so that other workers do not claim it, and cancels the handler
+// when its run has ended.
+func (w *Worker) heartbeat(ctx context.Context, stream, id string, tok Token, done <-chan struct{}, cancel context.CancelCauseFunc) {
 	t := time.NewTicker(w.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -455,6 +485,17 @@ func (w *Worker) heartbeat(ctx context.Context, stream, id string, done <-chan s
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if tok.Run != "" {
+			st, err := w.st.rdb.HGet(ctx, w.ks.meta(tok.Run), "status").Result()
+			want := RunRunning
+			if tok.Kind == "comp" {
+				want = RunFailed
+			}
+			if err == nil && st != want {
+				cancel(errRunEnded)
+				return
+			}
 		}
 		owned, err := w.st.scripts["heartbeat"].Run(ctx, w.st.rdb, []string{stream}, Group, w.opts.Consumer, id).Int()
 		if err != nil {
@@ -468,6 +509,51 @@ func (w *Worker) heartbeat(ctx context.Context, stream, id string, done <-chan s
 			return
 		}
 	}
+}
+
+// errRunEnded cancels a handler whose run is no longer running.
+var errRunEnded = errors.New("the run ended")
+
+// trim deletes the acknowledged entries at the head of a queue stream: it
+// never trims at or above the oldest pending entry nor the group's last
+// delivered entry, so no unacknowledged or undelivered token is lost.
+func (w *Worker) trim(ctx context.Context, stream string) error {
+	groups, err := w.st.rdb.XInfoGroups(ctx, stream).Result()
+	if err != nil {
+		return err
+	}
+	var minID string
+	for _, g := range groups {
+		id := g.LastDeliveredID
+		p, err := w.st.rdb.XPending(ctx, stream, g.Name).Result()
+		if err != nil {
+			return err
+		}
+		if p.Count > 0 && streamIDLess(p.Lower, id) {
+			id = p.Lower
+		}
+		if minID == "" || streamIDLess(id, minID) {
+			minID = id
+		}
+	}
+	if minID == "" || minID == "0-0" {
+		return nil
+	}
+	return w.st.rdb.XTrimMinID(ctx, stream, minID).Err()
+}
+
+// streamIDLess compares stream ids "ms-seq".
+func streamIDLess(a, b string) bool {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	x, _ := strconv.ParseUint(am, 10, 64)
+	y, _ := strconv.ParseUint(bm, 10, 64)
+	if x != y {
+		return x < y
+	}
+	x, _ = strconv.ParseUint(as, 10, 64)
+	y, _ = strconv.ParseUint(bs, 10, 64)
+	return x < y
 }
 
 type backoff struct{ d time.Duration }

@@ -1,0 +1,186 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// A handler that runs longer than the visibility timeout keeps its message
+// with heartbeats: the other worker does not claim it.
+func TestHeartbeatKeepsLongHandlers(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.reg.RegisterFunc("long", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			select {
+			case <-time.After(1500 * time.Millisecond):
+				return json.RawMessage(`{}`), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		fast := func(o *WorkerOptions) {
+			o.VisibilityTimeout = 500 * time.Millisecond
+			o.HeartbeatInterval = 100 * time.Millisecond
+			o.ClaimInterval = 100 * time.Millisecond
+		}
+		v.worker(fast)
+		v.worker(fast)
+		st := v.run(build(t, wfSpec{nodes: []*nodeSpec{task("a", "long")}}), nil)
+		if st.State != RunCompleted {
+			t.Fatal(st.State)
+		}
+		if c := v.callCount(st.RunID + "/a"); c != 1 {
+			t.Errorf("long handler ran %d times", c)
+		}
+	})
+}
+
+// A worker that stops gracefully gives back the messages whose handlers
+// did not finish within the grace period; another worker takes them at
+// once, long before the visibility timeout.
+func TestGracefulStopReleases(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		o := fastWorker(v.reg)
+		o.ShutdownGrace = 100 * time.Millisecond
+		o.VisibilityTimeout = time.Minute
+		w1 := v.e.NewWorker(o)
+		ctx1, stop := context.WithCancel(v.ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); w1.Run(ctx1) }()
+		run := v.submit(mixedBlock(t), nil)
+		v.waitStarted()
+		stop()
+		<-done
+		close(v.unblock)
+		start := time.Now()
+		v.worker(func(o *WorkerOptions) { o.VisibilityTimeout = time.Minute })
+		st := v.wait(run)
+		if st.State != RunCompleted {
+			t.Fatal(st.State)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("the released message took %s", d)
+		}
+		waitNoPending(t, v.e)
+	})
+}
+
+func TestShards(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Shards: 3})
+		v.worker()
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("v", "b.output.v")},
+			nodes: []*nodeSpec{
+				task("a", "cel", with("v", konst("1"))),
+				task("b", "cel", after("a"), with("v", cexpr("a.output.v + 1"))),
+			},
+		})
+		shards := map[int]bool{}
+		var runs []string
+		for range 9 {
+			r := v.submit(w, nil)
+			runs = append(runs, r)
+			shards[v.e.st.ks.shard(r)] = true
+		}
+		for _, r := range runs {
+			if st := v.wait(r); string(st.Result) != `{"v":2}` {
+				t.Errorf("%s: %s", r, st.Result)
+			}
+		}
+		if len(shards) < 2 {
+			t.Errorf("9 runs all landed in shards %v", shards)
+		}
+		// Every key of a run carries its shard's hash tag.
+		keys, _ := v.e.st.rdb.Keys(v.ctx, v.e.opts.Prefix+":*").Result()
+		for _, k := range keys {
+			if !strings.HasPrefix(k, v.e.opts.Prefix+":{") && !strings.HasPrefix(k, v.e.opts.Prefix+":ir:") {
+				t.Errorf("key %s has no hash tag", k)
+			}
+		}
+	})
+}
+
+func TestQueueRouting(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: map[string]string{"special": "gpu"}})
+		v.reg.RegisterFunc("special", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			return json.RawMessage(`{"where":"gpu"}`), nil
+		})
+		plain := handlers.NewRegistry(handlers.Options{}) // has no "special"
+		v.e.StartWorkers(v.ctx, 2, WorkerOptions{Handlers: plain, Block: 200 * time.Millisecond, TimerInterval: 20 * time.Millisecond})
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("where", "b.output.where")},
+			nodes:   []*nodeSpec{task("a", "noop"), task("b", "special", after("a"))},
+		})
+		run := v.submit(w, nil)
+		time.Sleep(300 * time.Millisecond)
+		st, _ := v.e.Status(v.ctx, run)
+		if nodeState(st, "b") != NodeQueued {
+			t.Fatalf("b is %s before a gpu worker exists", nodeState(st, "b"))
+		}
+		v.worker(func(o *WorkerOptions) { o.Queues = []string{"gpu"} })
+		st = v.wait(run)
+		if string(st.Result) != `{"where":"gpu"}` {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		waitNoPending(t, v.e, "default", "gpu")
+	})
+}
+
+// The queue streams are trimmed below the oldest pending entry only.
+func TestTrim(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.TrimInterval = 100 * time.Millisecond })
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "noop", after("a")), task("c", "noop", after("b"))}})
+		for range 5 {
+			v.run(w, nil)
+		}
+		blocked := v.submit(mixedBlock(t), nil)
+		v.waitStarted()
+		stream := v.e.st.ks.stream(0, ControlQueue)
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			n, _ := v.e.st.rdb.XLen(v.ctx, stream).Result()
+			if n <= 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("stream still has %d entries", n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		close(v.unblock)
+		if st := v.wait(blocked); st.State != RunCompleted {
+			t.Fatal(st.State)
+		}
+	})
+}
+
+// Cancelling a run cancels the handlers still running for it.
+func TestCancelStopsHandlers(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.HeartbeatInterval = 50 * time.Millisecond })
+		run := v.submit(mixedBlock(t), nil)
+		v.waitStarted()
+		start := time.Now()
+		if err := v.e.Cancel(v.ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		waitNoPending(t, v.e)
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("the handler kept its message %s after the cancel", d)
+		}
+		v.wait(run)
+	})
+}

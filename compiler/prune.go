@@ -97,6 +97,24 @@ func (s *state) prune() {
 // exprRefs returns the dead nodes that expressions of the workflow output
 // or of live nodes name, transitively through the nodes it returns.
 func (s *state) exprRefs(dead map[string]bool) []int {
+	if len(dead) == 0 {
+		return nil
+	}
+	// Node declarations are disjoint and in source order: find the one
+	// containing a reference by binary search.
+	var decls []*node
+	for _, n := range s.nodes {
+		if n.decl != nil {
+			decls = append(decls, n)
+		}
+	}
+	owner := func(r source.Range) *node {
+		i := sort.Search(len(decls), func(i int) bool { return decls[i].decl.End >= r.End })
+		if i < len(decls) && r.Start >= decls[i].decl.Start {
+			return decls[i]
+		}
+		return nil
+	}
 	graphRef := map[source.Range]bool{} // after lists and targets are not expressions
 	for _, e := range s.edges {
 		graphRef[e.ref.Range] = true
@@ -119,10 +137,8 @@ func (s *state) exprRefs(dead map[string]bool) []int {
 				uses = append(uses, use{-1, x.idx})
 			}
 		}
-		for _, n := range s.nodes {
-			if n.decl != nil && ref.Range.Start >= n.decl.Start && ref.Range.End <= n.decl.End {
-				uses = append(uses, use{n.idx, x.idx})
-			}
+		if n := owner(ref.Range); n != nil {
+			uses = append(uses, use{n.idx, x.idx})
 		}
 	}
 	kept := map[int]bool{}
@@ -279,21 +295,29 @@ func (s *state) reduce(w *ir.Workflow) bool {
 		if w.Nodes[c].Join != ir.JoinAll || len(in[c]) < 2 {
 			continue
 		}
+		// strong: the sources of c's strong incoming edges still kept. An
+		// edge a→c is implied when a reaches one of them (a reaches only
+		// later nodes, so never itself).
+		strong := newBits(n)
+		for _, p := range in[c] {
+			if strongEdge(w, idx, p) {
+				strong.set(idx[p.From])
+			}
+		}
 		for _, e := range in[c] {
 			if e.Kind != ir.EdgeAfter {
 				continue
 			}
 			a := idx[e.From]
-			for _, p := range in[c] {
-				if p == e || drop[p] || !strongEdge(w, idx, p) {
-					continue
-				}
-				if reach[a].has(idx[p.From]) {
-					drop[e] = true
-					s.redundant(e, p.From)
-					break
-				}
+			via := reach[a].firstAnd(strong)
+			if via < 0 {
+				continue
 			}
+			drop[e] = true
+			s.redundant(e, w.Nodes[via].ID)
+			// a no longer counts as a strong source: the edge that made it
+			// one is gone (it cannot imply another edge any more).
+			strong.clear(a)
 		}
 	}
 	w.Edges = filterEdges(w.Edges, drop)

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	mathbits "math/bits"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -256,4 +257,16 @@ func (b bits) or(o bits) {
 	for i := range b {
 		b[i] |= o[i]
 	}
+}
+
+func (b bits) clear(i int) { b[i/64] &^= 1 << (uint(i) % 64) }
+
+// firstAnd returns the lowest index set in both b and o, or -1.
+func (b bits) firstAnd(o bits) int {
+	for i := range b {
+		if x := b[i] & o[i]; x != 0 {
+			return i*64 + mathbits.TrailingZeros64(x)
+		}
+	}
+	return -1
 }

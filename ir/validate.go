@@ -543,8 +543,11 @@ func (v *validator) graph() {
 		if len(g.out[i]) == 0 {
 			terminals++
 		}
-		if len(g.out[i]) > MaxOutEdges {
-			v.addf(fmt.Sprintf("/nodes/%d", i), "%d forward out-edges, over the limit of %d", len(g.out[i]), MaxOutEdges)
+		// A workflow may declare a larger static fan-out (max_fanout), up
+		// to the node limit.
+		limit := max(MaxOutEdges, min(v.w.Settings.MaxFanout, MaxNodes))
+		if len(g.out[i]) > limit {
+			v.addf(fmt.Sprintf("/nodes/%d", i), "%d forward out-edges, over the limit of %d", len(g.out[i]), limit)
 		}
 		n := &v.w.Nodes[i]
 		if n.Loop == nil {

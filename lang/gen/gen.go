@@ -86,6 +86,10 @@ func (g *gen) header(shape string, n int) {
 	g.p("workflow %s_%d {\n", shape, n)
 	g.p("  version \"1.0\"\n")
 	g.p("  deadline 72h\n")
+	if shape == "fanout" && n > 1000 {
+		// A fan-out wider than the default static limit must say so.
+		g.p("  max_fanout %d\n", n)
+	}
 	g.p("  max_hops %d\n\n", 10*n+10)
 	g.p("  input {\n")
 	g.p("    id: string\n")

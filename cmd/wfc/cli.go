@@ -45,6 +45,7 @@ func init() {
 	commands = []*command{
 		{Name: "build", Summary: "compile a workflow to IR (JSON or YAML)", Run: runBuild},
 		{Name: "check", Summary: "report the diagnostics of workflows", Run: runCheck},
+		{Name: "fmt", Summary: "format .wf files in the canonical layout", Run: runFmt},
 		{Name: "run", Summary: "run a workflow (embedded Redis unless --redis)", Run: runRun},
 		{Name: "worker", Summary: "serve the runs of a shared Redis", Run: runWorker},
 		{Name: "submit", Summary: "start a run in a shared Redis", Run: runSubmit},
@@ -52,6 +53,7 @@ func init() {
 		{Name: "cancel", Summary: "cancel a run", Run: runOnRun("cancel", "Cancel stops a run: no node starts after it, and late completions are ignored.", runCancel)},
 		{Name: "retry", Summary: "re-run the failed part of a failed run", Run: runOnRun("retry", "Retry re-runs the failed part of a failed run; completed nodes keep their outputs.", runRetry)},
 		{Name: "events", Summary: "print a run's event log", Run: runOnRun("events", "Events prints the run's event log, oldest first.", runEvents)},
+		{Name: "lsp", Summary: "run the language server (LSP over standard input and output)", Run: runLSP},
 		{Name: "version", Summary: "print the wfc, Go and IR versions", Run: runVersion},
 		{Name: "help", Summary: "show help for a command", Run: runHelp},
 	}

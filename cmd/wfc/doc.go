@@ -8,6 +8,7 @@
 //
 //	build    compile a workflow to IR (JSON or YAML)
 //	check    report the diagnostics of workflows
+//	fmt      format .wf files in the canonical layout
 //	run      run a workflow (embedded Redis unless --redis)
 //	worker   serve the runs of a shared Redis
 //	submit   start a run in a shared Redis
@@ -51,6 +52,16 @@
 // embedded in-memory Redis and in-process workers. Worker serves the runs
 // stored in a shared Redis; submit, status, cancel, retry and events act on
 // runs there. See docs/runtime.md.
+//
+// # Fmt
+//
+//	wfc fmt [-l] [-w] [-d] [--check] [FILE.wf | DIR]...
+//
+// Fmt formats files in the canonical layout of docs/formatting.md, with
+// gofmt's contract: no file means standard input to standard output; -l
+// lists files that differ, -w rewrites them in place, -d prints a diff,
+// --check exits 1 when anything would change; directories are walked. A
+// file with syntax errors is not rewritten and the exit code is 2.
 //
 // # Check
 //

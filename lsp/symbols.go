@@ -1,0 +1,287 @@
+package lsp
+
+import (
+	"strings"
+
+	"github.com/wfc-lang/wfc/compiler"
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/source"
+)
+
+// A symbol is a declared name the cursor can be on: a node, an input, a
+// handler, or a field of a node's output.
+type symbol struct {
+	kind compiler.RefKind
+	name string       // node id, input name, handler name, or "node.field"
+	at   source.Range // the occurrence under the cursor
+	decl bool         // the occurrence is the declaration
+}
+
+// symbolAt finds the symbol at off: a reference the compiler recorded, or a
+// declaration's name.
+func symbolAt(res *compiler.Result, off int) (symbol, bool) {
+	// A reference that contains off. The cursor just after a token touches
+	// it too: a token the cursor is on wins over one it is just after, then
+	// the shorter one.
+	best, found := compiler.Ref{}, false
+	rank := func(r source.Range) (int, int) {
+		if off < r.End {
+			return 0, r.Len()
+		}
+		return 1, r.Len()
+	}
+	for _, r := range res.Info.Refs {
+		if !r.Range.Contains(off) {
+			continue
+		}
+		a1, a2 := rank(r.Range)
+		b1, b2 := rank(best.Range)
+		if !found || a1 < b1 || a1 == b1 && a2 < b2 {
+			best, found = r, true
+		}
+	}
+	if found {
+		return symbol{kind: best.Kind, name: best.Name, at: best.Range}, true
+	}
+	for _, d := range declarations(res) {
+		if d.at.Contains(off) {
+			return d, true
+		}
+	}
+	return symbol{}, false
+}
+
+// declarations lists the declarations of the file with their name ranges:
+// nodes (also those whose body did not parse), inputs and handlers declared
+// in this file.
+func declarations(res *compiler.Result) []symbol {
+	var out []symbol
+	if res.AST == nil {
+		return nil
+	}
+	addHandler := func(h *ast.Handler) {
+		if h.Name != nil {
+			if hi := res.Info.Handlers[h.Name.Value]; hi != nil && hi.Decl == h {
+				out = append(out, symbol{kind: compiler.RefHandler, name: hi.Name, at: h.Name.Range, decl: true})
+			}
+		}
+	}
+	for _, it := range res.AST.Items {
+		switch it := it.(type) {
+		case *ast.Handler:
+			addHandler(it)
+		case *ast.Workflow:
+			for _, wi := range it.Items {
+				switch wi := wi.(type) {
+				case *ast.NodeDecl:
+					if ni := res.Info.Nodes[wi.Name.Name]; ni != nil && ni.Decl == wi {
+						out = append(out, symbol{kind: compiler.RefNode, name: ni.ID, at: wi.Name.Range, decl: true})
+					}
+				case *ast.Bad:
+					if wi.Name != nil {
+						if ni := res.Info.Nodes[wi.Name.Name]; ni != nil && ni.Decl == nil {
+							out = append(out, symbol{kind: compiler.RefNode, name: ni.ID, at: wi.Name.Range, decl: true})
+						}
+					}
+				case *ast.InputBlock:
+					for _, f := range wi.Fields {
+						if in := res.Info.Inputs[f.Name.Name]; in != nil && in.Decl == f {
+							out = append(out, symbol{kind: compiler.RefInput, name: in.Name, at: f.Name.Range, decl: true})
+						}
+					}
+				case *ast.Handler:
+					addHandler(wi)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// declRange returns the file and range of a symbol's declaration; ok is
+// false for built-in handlers and names that are not declared.
+func declRange(res *compiler.Result, sym symbol) (file string, r source.Range, ok bool) {
+	main := res.File.Name
+	switch sym.kind {
+	case compiler.RefNode:
+		for _, d := range declarations(res) {
+			if d.kind == compiler.RefNode && d.name == sym.name {
+				return main, d.at, true
+			}
+		}
+	case compiler.RefInput:
+		if in := res.Info.Inputs[sym.name]; in != nil && in.Decl != nil {
+			return main, in.Decl.Name.Range, true
+		}
+	case compiler.RefHandler:
+		if h := res.Info.Handlers[sym.name]; h != nil && h.Decl != nil {
+			name := h.File
+			if name == "" {
+				name = main
+			}
+			return name, h.Decl.Name.Range, true
+		}
+	case compiler.RefField:
+		return fieldDecl(res, sym.name)
+	}
+	return "", source.Range{}, false
+}
+
+// fieldDecl finds where the field of "node.field" is declared: in the
+// node's output block, in its handler's output schema, or, for the open
+// handlers (cel, echo), in its with block.
+func fieldDecl(res *compiler.Result, name string) (string, source.Range, bool) {
+	id, field, _ := strings.Cut(name, ".")
+	ni := res.Info.Nodes[id]
+	if ni == nil || ni.Decl == nil {
+		return "", source.Range{}, false
+	}
+	var with *ast.ParamBlock
+	for _, it := range ni.Decl.Items {
+		switch it := it.(type) {
+		case *ast.TypeBlock:
+			if it.Key.Name == "output" {
+				for _, f := range it.Fields {
+					if f.Name.Name == field {
+						return res.File.Name, f.Name.Range, true
+					}
+				}
+			}
+		case *ast.ParamBlock:
+			if it.Key.Name == "with" {
+				with = it
+			}
+		}
+	}
+	if h := res.Info.Handlers[ni.Handler]; h != nil {
+		if h.Decl != nil {
+			for _, it := range h.Decl.Items {
+				if tb, ok := it.(*ast.TypeBlock); ok && tb.Key.Name == "output" {
+					for _, f := range tb.Fields {
+						if f.Name.Name == field {
+							file := h.File
+							if file == "" {
+								file = res.File.Name
+							}
+							return file, f.Name.Range, true
+						}
+					}
+				}
+			}
+		}
+		if h.Open && with != nil {
+			for _, p := range with.Params {
+				if p.Name.Name == field {
+					return res.File.Name, p.Name.Range, true
+				}
+			}
+		}
+	}
+	return "", source.Range{}, false
+}
+
+// references returns every use of sym in the file, in source order, and
+// its declaration first when withDecl is set and it is in this file.
+func symbolRefs(res *compiler.Result, sym symbol, withDecl bool) []source.Range {
+	var out []source.Range
+	if withDecl {
+		if file, r, ok := declRange(res, sym); ok && file == res.File.Name {
+			out = append(out, r)
+		}
+	}
+	seen := map[source.Range]bool{}
+	for _, r := range out {
+		seen[r] = true
+	}
+	for _, r := range res.Info.Refs {
+		if r.Kind == sym.kind && r.Name == sym.name && !seen[r.Range] {
+			seen[r.Range] = true
+			out = append(out, r.Range)
+		}
+	}
+	return out
+}
+
+// formatType writes an IR type the way a .wf file writes it.
+func formatType(t *ir.Type) string {
+	if t == nil {
+		return "any"
+	}
+	switch t.Kind {
+	case ir.KindList:
+		return "list<" + formatType(t.Elem) + ">"
+	case ir.KindMap:
+		return "map<" + formatType(t.Elem) + ">"
+	case ir.KindObject:
+		if len(t.Fields) == 0 {
+			return "{}"
+		}
+		var b strings.Builder
+		b.WriteString("{ ")
+		for i, f := range t.Fields {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(fieldString(f))
+		}
+		b.WriteString(" }")
+		return b.String()
+	}
+	return t.Kind
+}
+
+func fieldString(f ir.Field) string {
+	opt := ""
+	if f.Optional {
+		opt = "?"
+	}
+	return f.Name + opt + ": " + formatType(&f.Type)
+}
+
+// formatBlock writes an object type as a block, one field per line, for
+// hovers.
+func formatBlock(key string, t *ir.Type) string {
+	if t == nil || t.Kind != ir.KindObject {
+		return key + ": " + formatType(t)
+	}
+	if len(t.Fields) == 0 {
+		return key + " {}"
+	}
+	var b strings.Builder
+	b.WriteString(key + " {\n")
+	for _, f := range t.Fields {
+		b.WriteString("  " + fieldString(f) + "\n")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// fieldsOf returns the fields of an object type (through a list for
+// nothing: a list has no fields).
+func fieldsOf(t *ir.Type) []ir.Field {
+	if t == nil || t.Kind != ir.KindObject {
+		return nil
+	}
+	return t.Fields
+}
+
+func fieldType(t *ir.Type, name string) *ir.Type {
+	for i, f := range fieldsOf(t) {
+		if f.Name == name {
+			return &fieldsOf(t)[i].Type
+		}
+	}
+	return nil
+}
+
+// handlerOf returns the handler info for name: declared, imported or built
+// in.
+func handlerOf(info *compiler.Info, name string) *compiler.HandlerInfo {
+	if h := info.Handlers[name]; h != nil {
+		return h
+	}
+	return builtins[name]
+}
+
+var builtins = compiler.Builtins()

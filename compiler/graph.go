@@ -110,9 +110,11 @@ func (s *state) graph() {
 		s.inE[e.to] = append(s.inE[e.to], i)
 	}
 	for _, nd := range s.nodes {
+		// The workflow's max_fanout, when set, is its limit (it may raise
+		// the default up to the node limit); otherwise the configured one.
 		limit := s.cfg.MaxFanout
-		if s.settings.MaxFanout > 0 && s.settings.MaxFanout < limit {
-			limit = s.settings.MaxFanout
+		if s.settings.MaxFanout > 0 {
+			limit = min(s.settings.MaxFanout, s.cfg.MaxNodes)
 		}
 		if len(s.outE[nd.idx]) > limit {
 			s.errorf(diag.TooMany, nd.ident.Range, "%s has %d outgoing edges; the limit is %d", nd.id, len(s.outE[nd.idx]), limit)

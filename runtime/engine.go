@@ -101,7 +101,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	ro.ConnMaxIdleTime = time.Minute
 	bo := *ro
-	bo.PoolSize = opts.Shards + 4
+	bo.PoolSize = max(10, 2*opts.Shards+8) // readers (one per shard and worker) and Wait calls
 	bo.MinIdleConns = 0
 	rdb, blk := redis.NewClient(ro), redis.NewClient(&bo)
 	st, err := newStore(rdb, blk, keyspace{prefix: opts.Prefix, shards: opts.Shards})

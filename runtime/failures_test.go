@@ -342,8 +342,8 @@ func TestPartialRetry(t *testing.T) {
 			nodes: []*nodeSpec{
 				task("a", "count", with("x", konst("1"))),
 				task("b", "count", with("x", konst("2"))),
-				task("c", "fragile", after("a")),
-				task("d", "count", after("b", "c")),
+				task("c", "fragile", after("a", "b")),
+				task("d", "count", after("c")),
 			},
 		})
 		st := v.run(w, nil)

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
 // A gnode is one node of the routing graph the scripts read (docs/runtime.md,
@@ -268,4 +269,29 @@ func CheckSupported(w *ir.Workflow) error {
 			w.Name, strings.Join(unsupported, ", "))
 	}
 	return nil
+}
+
+// MissingHandlers returns the handlers w runs (tasks and compensations)
+// that reg does not have, sorted. `wfc run` should refuse to start a run
+// whose handlers no local worker can execute.
+func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
+	seen := map[string]bool{}
+	var missing []string
+	check := func(h string) {
+		if h == "" || seen[h] {
+			return
+		}
+		seen[h] = true
+		if _, ok := reg.Lookup(h); !ok {
+			missing = append(missing, h)
+		}
+	}
+	for i := range w.Nodes {
+		check(w.Nodes[i].Handler)
+		if c := w.Nodes[i].Compensate; c != nil {
+			check(c.Handler)
+		}
+	}
+	sort.Strings(missing)
+	return missing
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,9 @@ func TestMain(m *testing.M) {
 	if shared.srv != nil {
 		shared.srv.Kill()
 		os.RemoveAll(shared.dir)
+	}
+	if testworkerOnce.path != "" {
+		os.RemoveAll(filepath.Dir(testworkerOnce.path))
 	}
 	os.Exit(code)
 }

@@ -410,3 +410,15 @@ func TestUnsupportedNodes(t *testing.T) {
 		t.Errorf("Submit: %v", err)
 	}
 }
+
+func TestMissingHandlers(t *testing.T) {
+	w := build(t, wfSpec{nodes: []*nodeSpec{
+		task("a", "noop", compensate("undo.x")),
+		task("b", "crm.lookup", after("a")),
+		task("c", "http", after("b")),
+	}})
+	got := MissingHandlers(w, handlers.NewRegistry(handlers.Options{}))
+	if strings.Join(got, ",") != "crm.lookup,undo.x" {
+		t.Errorf("missing %v", got)
+	}
+}

@@ -192,7 +192,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-done:
 	case <-t.C:
 		cancelHandlers()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			// A handler that ignores its context: leave it; its message
+			// stays pending and another worker will claim it.
+			w.log.Warn("wfc worker: handlers did not stop after cancellation; leaving them")
+		}
 	}
 	w.log.Debug("wfc worker stopped", "handled", w.handled.Load())
 	return nil

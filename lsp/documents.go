@@ -162,6 +162,27 @@ func (s *server) didClose(uri string) {
 	d.pubMu.Unlock()
 }
 
+// refresh recompiles every open document except the one at uri: a file
+// they import or run as a child flow may have changed (on disk, or saved
+// from the editor).
+func (s *server) refresh(except string) {
+	s.docs.mu.Lock()
+	var docs []*document
+	for uri, d := range s.docs.docs {
+		if uri != except {
+			docs = append(docs, d)
+		}
+	}
+	s.docs.mu.Unlock()
+	for _, d := range docs {
+		d.mu.Lock()
+		old := d.snap
+		d.snap = newSnapshot(old.uri, old.version, s.docs.nextSeq(), old.src(), s.compilerConfig(), s.log)
+		d.mu.Unlock()
+		s.schedule(d, s.opts.Debounce)
+	}
+}
+
 // applyChanges applies the content changes of one didChange, in order, to
 // the text of snap.
 func applyChanges(snap *snapshot, changes []any) ([]byte, error) {

@@ -334,7 +334,10 @@ func (s *server) protocolHandler() *protocol.Handler {
 		WorkspaceDidChangeConfiguration: func(*glsp.Context, *protocol.DidChangeConfigurationParams) error {
 			return nil
 		},
-		WorkspaceDidChangeWatchedFiles: func(*glsp.Context, *protocol.DidChangeWatchedFilesParams) error { return nil },
+		WorkspaceDidChangeWatchedFiles: func(*glsp.Context, *protocol.DidChangeWatchedFilesParams) error {
+			s.refresh("")
+			return nil
+		},
 
 		TextDocumentDidOpen: func(_ *glsp.Context, p *protocol.DidOpenTextDocumentParams) error {
 			s.didOpen(p.TextDocument.URI, p.TextDocument.Version, p.TextDocument.Text)
@@ -347,7 +350,10 @@ func (s *server) protocolHandler() *protocol.Handler {
 			s.didClose(p.TextDocument.URI)
 			return nil
 		},
-		TextDocumentDidSave: func(*glsp.Context, *protocol.DidSaveTextDocumentParams) error { return nil },
+		TextDocumentDidSave: func(_ *glsp.Context, p *protocol.DidSaveTextDocumentParams) error {
+			s.refresh(p.TextDocument.URI)
+			return nil
+		},
 
 		TextDocumentCompletion: func(_ *glsp.Context, p *protocol.CompletionParams) (any, error) {
 			return s.completion(p)

@@ -369,3 +369,33 @@ func TestURIs(t *testing.T) {
 		t.Errorf("pathToURI = %s", got)
 	}
 }
+
+// TestRefreshOnWatchedFiles: when an imported file changes on disk, the
+// importer's diagnostics are published again.
+func TestRefreshOnWatchedFiles(t *testing.T) {
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "lib.wf")
+	main := filepath.Join(dir, "main.wf")
+	os.WriteFile(lib, []byte(`handler "old" { output { v: int } }`), 0o644)
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := pathToURI(main)
+	c.open(uri, "import \"lib.wf\"\nworkflow w { task a { run \"fresh\" } }\n")
+	if d := c.diagnostics(uri, 1); len(d) != 1 {
+		t.Fatalf("diagnostics: %v", d)
+	}
+	n := len(c.publishes(uri))
+	os.WriteFile(lib, []byte(`handler "fresh" { output { v: int } }`), 0o644)
+	c.notify("workspace/didChangeWatchedFiles", map[string]any{"changes": []any{map[string]any{"uri": pathToURI(lib), "type": 2}}})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pubs := c.publishes(uri)
+		if len(pubs) > n && len(pubs[len(pubs)-1].Diagnostics) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fresh diagnostics after the import changed: %+v", pubs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

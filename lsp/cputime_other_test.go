@@ -1,0 +1,5 @@
+//go:build !unix
+
+package lsp
+
+func cpuNanos() int64 { return 0 }

@@ -69,8 +69,12 @@ func (w *Worker) process(ctx context.Context, stream, q, id, raw string) error {
 		if m.Status != RunFailed || tok.Gen < m.Gen {
 			return j.ack()
 		}
-	} else if m.Status != RunRunning || tok.Gen < m.Gen {
-		return j.ack() // the run ended, or the token is stale (partial retry)
+	} else if m.Status != RunRunning {
+		w.inactive.Add(1)
+		return j.ack() // the run ended
+	} else if tok.Gen < m.Gen {
+		w.stale.Add(1)
+		return j.ack() // a token of an older generation (partial retry)
 	}
 	if j.p, err = w.st.planFor(ctx, m.IR); err != nil {
 		return fmt.Errorf("run %s: %w", m.ID, err)
@@ -110,9 +114,18 @@ func (j *job) script(name string, args any) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", name, cmpOrStr(j.x, j.tok.Run), err)
 	}
-	if res != "ok" && res != "failed" {
-		j.w.log.Debug("wfc worker: transition not applied", "script", name, "run", j.tok.Run, "x", j.x, "reply", res)
+	switch res {
+	case "ok", "failed":
+		j.w.applied.Add(1)
+		return nil
+	case "dup":
+		j.w.dups.Add(1)
+	case "stale":
+		j.w.stale.Add(1)
+	case "inactive":
+		j.w.inactive.Add(1)
 	}
+	j.w.log.Debug("wfc worker: transition not applied", "script", name, "run", j.tok.Run, "x", j.x, "reply", res)
 	return nil
 }
 
@@ -195,6 +208,7 @@ func (j *job) exec() error {
 		return err
 	}
 	if st != NodeQueued && st != NodeRetrying {
+		j.w.dups.Add(1)
 		return j.ack() // done already, or an unknown execution
 	}
 	if max := j.m.MaxHops; max > 0 && j.tok.Hop > max {

@@ -48,7 +48,7 @@ func TestDuplicateDeliveryStorm(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
 		registerPoll(v)
-		v.worker(func(o *WorkerOptions) { o.redeliver = 10; o.dup = 2; o.Concurrency = 16 })
+		wk := v.worker(func(o *WorkerOptions) { o.redeliver = 10; o.dup = 2; o.Concurrency = 16 })
 		var runs []string
 		for range 3 {
 			runs = append(runs, v.submit(mixed(t), nil))
@@ -62,6 +62,9 @@ func TestDuplicateDeliveryStorm(t *testing.T) {
 		waitNoPending(t, v.e)
 		for _, r := range runs {
 			v.check(r)
+		}
+		if s := wk.Stats(); s.Dups == 0 || s.Applied == 0 {
+			t.Errorf("stats %+v: duplicates were not seen", s)
 		}
 	})
 }

@@ -132,7 +132,26 @@ type Worker struct {
 	dupSeen  sync.Map
 
 	// Stats, for tests and logs.
-	handled atomic.Int64
+	handled, applied, dups, stale, inactive, claimed, released atomic.Int64
+}
+
+// WorkerStats counts what a worker did.
+type WorkerStats struct {
+	Handled  int64 `json:"handled"`  // messages handled
+	Applied  int64 `json:"applied"`  // transitions applied
+	Dups     int64 `json:"dups"`     // transitions already applied (duplicate deliveries)
+	Stale    int64 `json:"stale"`    // tokens of an older generation (partial retry)
+	Inactive int64 `json:"inactive"` // tokens of runs no longer running
+	Claimed  int64 `json:"claimed"`  // stale messages claimed from other workers
+	Released int64 `json:"released"` // messages given back on stop
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() WorkerStats {
+	return WorkerStats{
+		Handled: w.handled.Load(), Applied: w.applied.Load(), Dups: w.dups.Load(), Stale: w.stale.Load(),
+		Inactive: w.inactive.Load(), Claimed: w.claimed.Load(), Released: w.released.Load(),
+	}
 }
 
 // errAbandon means a message was given up because the worker is stopping;
@@ -200,7 +219,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.log.Warn("wfc worker: handlers did not stop after cancellation; leaving them")
 		}
 	}
-	w.log.Debug("wfc worker stopped", "handled", w.handled.Load())
+	w.log.Debug("wfc worker stopped", "stats", w.Stats())
 	return nil
 }
 
@@ -353,6 +372,7 @@ func (w *Worker) claim(ctx, hctx context.Context, shard, n int, cursors map[stri
 				continue
 			}
 			used++
+			w.claimed.Add(1)
 			w.log.Info("wfc worker: claimed a stale message", "stream", stream, "id", m.ID)
 			w.dispatch(hctx, shard, q, m)
 		}
@@ -470,6 +490,8 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 		defer cancel()
 		if rerr := w.st.scripts["release"].Run(ctx, w.st.rdb, []string{stream}, Group, m.ID, raw).Err(); rerr != nil {
 			w.log.Warn("wfc worker: releasing a message; it will be claimed after the visibility timeout", "id", m.ID, "err", rerr)
+		} else {
+			w.released.Add(1)
 		}
 	default:
 		// Left pending: XAUTOCLAIM hands it to a worker after the

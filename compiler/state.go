@@ -57,6 +57,7 @@ type state struct {
 	reads     []exprReads
 	defaults  map[string][]byte // input defaults as JSON
 
+	lexErrs      []int                   // offsets of lexical errors, sorted (lexErrorIn)
 	inputUses    map[int]map[string]bool // node index -> inputs its expressions read
 	outputInputs map[int]map[string]bool // workflow output index -> inputs read
 	curOutput    int                     // index of the workflow output being checked

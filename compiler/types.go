@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -395,6 +396,9 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 	if s.lexErrorIn(e.Range) {
 		return nil // already reported; CEL would only repeat it less clearly
 	}
+	if t, ok := s.checkChain(sc, e, owner); ok {
+		return t
+	}
 	m := newOffsetMap(e)
 	parsed, iss := sc.env.Parse(e.Text)
 	if iss != nil && iss.Err() != nil {
@@ -436,15 +440,22 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 // lexErrorIn reports whether the lexer reported a bad string, number or
 // character inside r.
 func (s *state) lexErrorIn(r source.Range) bool {
-	for _, d := range s.rp.Diags {
-		switch d.Code {
-		case diag.BadString, diag.BadNumber, diag.BadChar, diag.Unterminated, diag.BadUTF8:
-			if d.Span.File == s.file.Name && d.Span.Start.Offset >= r.Start && d.Span.Start.Offset < r.End {
-				return true
+	if s.lexErrs == nil {
+		// Lexical errors all come from the parser, before any expression is
+		// checked: collect their offsets once, sorted.
+		s.lexErrs = []int{}
+		for _, d := range s.rp.Diags {
+			switch d.Code {
+			case diag.BadString, diag.BadNumber, diag.BadChar, diag.Unterminated, diag.BadUTF8:
+				if d.Span.File == s.file.Name {
+					s.lexErrs = append(s.lexErrs, d.Span.Start.Offset)
+				}
 			}
 		}
+		sort.Ints(s.lexErrs)
 	}
-	return false
+	i := sort.SearchInts(s.lexErrs, r.Start)
+	return i < len(s.lexErrs) && s.lexErrs[i] < r.End
 }
 
 // thousands formats n with thousands separators: 1,000,000.
@@ -821,4 +832,95 @@ func (s *state) scopeEnv(name, stand string, t *types.Type) *cel.Env {
 	}
 	s.scopeEnvs[key] = e
 	return e
+}
+
+// chainRE matches a plain selector chain: `input.id`, `fetch.output.items`.
+var chainRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
+
+// celReserved are CEL's reserved words; a chain using one goes to cel-go,
+// which reports it.
+var celReserved = map[string]bool{
+	"as": true, "break": true, "const": true, "continue": true, "else": true,
+	"false": true, "for": true, "function": true, "if": true, "import": true,
+	"in": true, "let": true, "loop": true, "package": true, "namespace": true,
+	"null": true, "return": true, "true": true, "var": true, "void": true, "while": true,
+}
+
+// checkChain type-checks a plain selector chain without cel-go. Such
+// chains are most of a workflow's expressions (`with { id = input.id }`,
+// `{{ fetch.output.name }}`), and cel-go's parser and checker cost tens of
+// microseconds each; the provider answers the same questions directly.
+// Anything it does not fully understand — an unknown name or field, a
+// selection on a list — returns ok=false, and cel-go checks the
+// expression and reports the error as usual.
+func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bool) {
+	if len(e.Text) > 256 || !chainRE.MatchString(e.Text) {
+		return nil, false
+	}
+	parts := strings.Split(e.Text, ".")
+	for _, p := range parts {
+		if celReserved[p] {
+			return nil, false
+		}
+	}
+	root := parts[0]
+	var t *types.Type
+	switch {
+	case sc.vars[root] != nil:
+		t = sc.vars[root]
+	case root == "input":
+		t = types.NewObjectType("wf.input")
+	case root == "output":
+		if sc.self == nil || sc.self.outType == nil || sc.self.outType.Kind != ir.KindObject {
+			return nil, false
+		}
+		t = types.NewObjectType(sc.selfType)
+	case s.byID[root] != nil:
+		t = types.NewObjectType("wf.node." + root)
+	default:
+		return nil, false
+	}
+	subs := make([]SubExpr, 0, len(parts))
+	end := e.Start + len(root)
+	subs = append(subs, SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: typeName(t)})
+	starts := make([]int, len(parts)) // offset of each part
+	starts[0] = e.Start
+	for i, f := range parts[1:] {
+		switch t.Kind() {
+		case types.StructKind:
+			ft, ok := s.prov.FindStructFieldType(t.TypeName(), f)
+			if !ok {
+				return nil, false
+			}
+			t = ft.Type
+		case types.MapKind:
+			t = t.Parameters()[1]
+		case types.DynKind, types.AnyKind:
+			t = types.DynType
+		default:
+			return nil, false
+		}
+		starts[i+1] = end + 1
+		end += 1 + len(f)
+		subs = append(subs, SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: typeName(t)})
+	}
+	// References and output reads, as collect records them from a CEL tree.
+	rng := func(i int) source.Range { return source.Range{Start: starts[i], End: starts[i] + len(parts[i])} }
+	switch {
+	case sc.vars[root] != nil:
+	case root == "input":
+		if _, ok := s.info.Inputs[parts[1]]; ok {
+			s.info.Refs = append(s.info.Refs, Ref{Range: rng(1), Kind: RefInput, Name: parts[1]})
+			s.useInput(owner, parts[1])
+		}
+	case s.byID[root] != nil && parts[1] == "output":
+		s.info.Refs = append(s.info.Refs, Ref{Range: rng(0), Kind: RefNode, Name: root})
+		if len(parts) > 2 {
+			s.info.Refs = append(s.info.Refs, Ref{Range: rng(2), Kind: RefField, Name: root + "." + parts[2]})
+		}
+		s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: []read{{
+			node: s.byID[root].idx, rng: source.Range{Start: starts[0], End: starts[1] + len("output")}}}})
+	}
+	s.info.Exprs[e] = &ExprInfo{Type: s.prov.irType(t), Subexprs: subs}
+	return t, true
 }

@@ -46,16 +46,25 @@ type job struct {
 	x    string // exec key
 	ref  runRef
 	strm string
+	// poison is the delivery count of a message delivered more than
+	// MaxDeliveries times: its execution fails instead of running again.
+	poison int
 }
 
-func (w *Worker) process(ctx context.Context, stream, q, id, raw string) error {
+// poisonErr is the failure of an execution whose message was delivered too
+// often.
+func (j *job) poisonErr() error {
+	return handlers.Permanentf("gave up after %d deliveries: the workers handling it died or lost it every time", j.poison)
+}
+
+func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison int) error {
 	var tok Token
 	tok.Item = -1
 	if err := json.Unmarshal([]byte(raw), &tok); err != nil || tok.Run == "" {
 		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", raw)
 		return w.st.rdb.XAck(ctx, stream, Group, id).Err()
 	}
-	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream}
+	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream, poison: poison}
 	m, err := w.st.meta(ctx, tok.Run)
 	if errors.Is(err, ErrUnknownRun) {
 		w.log.Warn("wfc worker: dropping a token of an unknown run", "run", tok.Run, "id", id)
@@ -210,6 +219,9 @@ func (j *job) exec() error {
 	if st != NodeQueued && st != NodeRetrying {
 		j.w.dups.Add(1)
 		return j.ack() // done already, or an unknown execution
+	}
+	if j.poison > 0 {
+		return j.failNode(j.poisonErr(), -1)
 	}
 	if max := j.m.MaxHops; max > 0 && j.tok.Hop > max {
 		return j.abort(fmt.Sprintf("max_hops %d exceeded: %s would run at hop %d", max, j.x, j.tok.Hop), j.x)
@@ -495,6 +507,9 @@ func (j *job) item() error {
 	if stc.Val() != NodeRunning || ist == "done" || raw == "" {
 		return j.ack()
 	}
+	if j.poison > 0 {
+		return j.failNode(j.poisonErr(), k)
+	}
 	n := j.n
 	act, err := j.activation(j.p.ancestors(n.ID))
 	if err != nil {
@@ -541,6 +556,9 @@ func (j *job) collect() error {
 	}
 	if stc.Val() != NodeRunning {
 		return j.ack()
+	}
+	if j.poison > 0 {
+		return j.failNode(j.poisonErr(), -1)
 	}
 	count, _ := strconv.Atoi(nc.Val())
 	fields := make([]string, count)
@@ -595,6 +613,9 @@ func (j *job) compensate() error {
 	if n.Compensate == nil {
 		return done(nil, fmt.Errorf("node %s has no compensate block", n.ID))
 	}
+	if j.poison > 0 {
+		return done(nil, j.poisonErr())
+	}
 	own, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.ctx(j.tok.Run), j.x).Result()
 	if err != nil {
 		if err != redis.Nil {
@@ -638,6 +659,9 @@ func (j *job) finish() error {
 		Error  string `json:"error,omitempty"`
 	}
 	act, err := j.activation(ids)
+	if err == nil && j.poison > 0 {
+		err = j.poisonErr()
+	}
 	var b strings.Builder
 	if err == nil {
 		b.WriteByte('{')

@@ -425,3 +425,40 @@ func TestMissingHandlers(t *testing.T) {
 		t.Errorf("missing %v", got)
 	}
 }
+
+// A message whose workers keep dying is failed after MaxDeliveries
+// deliveries instead of being claimed forever.
+func TestPoisonMessage(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		opts := func(crash bool) WorkerOptions {
+			o := fastWorker(v.reg)
+			o.crash = crash
+			o.MaxDeliveries = 2
+			o.VisibilityTimeout = 300 * time.Millisecond
+			o.ClaimInterval = 100 * time.Millisecond
+			return o
+		}
+		run := v.submit(mixedBlock(t), nil)
+		// Two workers die in turn while running the node: deliveries 1 and 2.
+		for range 2 {
+			w := v.e.NewWorker(opts(true))
+			ctx, kill := context.WithCancel(v.ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); w.Run(ctx) }()
+			v.waitStarted()
+			kill()
+			<-done
+		}
+		// The third delivery exceeds MaxDeliveries: the node fails unrun.
+		v.e.StartWorkers(v.ctx, 2, opts(false))
+		st := v.wait(run)
+		if st.State != RunFailed || !strings.Contains(st.Error, "gave up after 3 deliveries") {
+			t.Fatalf("%s %q", st.State, st.Error)
+		}
+		if c := v.callCount(run + "/a"); c != 2 {
+			t.Errorf("the poison node ran %d times, want 2", c)
+		}
+		waitNoPending(t, v.e)
+	})
+}

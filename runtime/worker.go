@@ -48,6 +48,10 @@ type WorkerOptions struct {
 	// TimerInterval is how often due retries and deadlines are moved from
 	// the timers to the queues (default 250 ms).
 	TimerInterval time.Duration
+	// MaxDeliveries is how many times a message may be delivered (first
+	// read and claims after its worker died) before the execution is
+	// failed as a poison message instead of being run again (default 10).
+	MaxDeliveries int
 	// TrimInterval is how often acknowledged entries are trimmed from the
 	// head of the queue streams (default 1 min).
 	TrimInterval time.Duration
@@ -95,6 +99,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.TimerInterval <= 0 {
 		o.TimerInterval = 250 * time.Millisecond
+	}
+	if o.MaxDeliveries <= 0 {
+		o.MaxDeliveries = 10
 	}
 	if o.TrimInterval <= 0 {
 		o.TrimInterval = time.Minute
@@ -373,8 +380,15 @@ func (w *Worker) claim(ctx, hctx context.Context, shard, n int, cursors map[stri
 			}
 			used++
 			w.claimed.Add(1)
-			w.log.Info("wfc worker: claimed a stale message", "stream", stream, "id", m.ID)
-			w.dispatch(hctx, shard, q, m)
+			deliveries := 0
+			if p, err := w.st.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: Group, Start: m.ID, End: m.ID, Count: 1}).Result(); err == nil && len(p) == 1 {
+				deliveries = int(p[0].RetryCount)
+			}
+			w.log.Info("wfc worker: claimed a stale message", "stream", stream, "id", m.ID, "deliveries", deliveries)
+			if deliveries <= w.opts.MaxDeliveries {
+				deliveries = 0
+			}
+			w.dispatchN(hctx, shard, q, m, deliveries)
 		}
 	}
 	return used
@@ -424,17 +438,23 @@ func (w *Worker) timerLoop(ctx context.Context) {
 // dispatch handles one message in its own goroutine; the caller holds a
 // slot for it, which the goroutine releases.
 func (w *Worker) dispatch(hctx context.Context, shard int, q string, m redis.XMessage) {
+	w.dispatchN(hctx, shard, q, m, 0)
+}
+
+// dispatchN is dispatch for a message delivered too often (poison > 0:
+// its delivery count), whose execution is failed instead of run.
+func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XMessage, poison int) {
 	w.handling.Add(1)
 	w.inflight.Store(m.ID, true)
 	go func() {
 		defer w.handling.Done()
 		defer w.releaseSlots(1)
 		defer w.inflight.Delete(m.ID)
-		w.handle(hctx, shard, q, m)
+		w.handle(hctx, shard, q, m, poison)
 	}()
 }
 
-func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMessage) {
+func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMessage, poison int) {
 	stream := w.ks.stream(shard, q)
 	raw, _ := m.Values["t"].(string)
 	if w.opts.redeliver > 1 {
@@ -462,7 +482,7 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if e := w.process(mctx, stream, q, m.ID, raw); e != nil {
+				if e := w.process(mctx, stream, q, m.ID, raw, poison); e != nil {
 					mu.Lock()
 					err = e
 					mu.Unlock()
@@ -471,7 +491,7 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 		}
 		wg.Wait()
 	} else {
-		err = w.process(mctx, stream, q, m.ID, raw)
+		err = w.process(mctx, stream, q, m.ID, raw, poison)
 	}
 	close(hbDone)
 	hbWG.Wait()

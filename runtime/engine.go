@@ -402,6 +402,78 @@ func (e *Engine) Wait(ctx context.Context, run string) (*Status, error) {
 	}
 }
 
+// Follow calls fn for every event of the run's log, oldest first, as they
+// are appended, until the run is done (see Wait), and returns its final
+// status. An error from fn stops Follow and is returned. `wfc run` uses it
+// to print progress.
+func (e *Engine) Follow(ctx context.Context, run string, fn func(Event) error) (*Status, error) {
+	if _, err := e.meta(ctx, run); err != nil {
+		return nil, err
+	}
+	key := e.st.ks.events(run)
+	last := "0"
+	emit := func(msgs []redis.XMessage) error {
+		for _, ev := range parseEvents(msgs) {
+			if err := fn(ev); err != nil {
+				return err
+			}
+			last = ev.ID
+		}
+		return nil
+	}
+	for {
+		res, err := e.st.blk.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: 100, Block: time.Second}).Result()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		check := false
+		switch {
+		case err == nil:
+			for _, s := range res {
+				for _, m := range s.Messages {
+					switch m.Values["type"] {
+					case "run.completed", "run.failed", "run.cancelled", "comp.done":
+						check = true
+					}
+				}
+				if err := emit(s.Messages); err != nil {
+					return nil, err
+				}
+			}
+		case err == redis.Nil || isTimeout(err):
+			check = true
+		default:
+			e.log.Warn("wfc: reading run events; retrying", "run", run, "err", err)
+			sleepCtx(ctx, 500*time.Millisecond)
+			continue
+		}
+		if !check {
+			continue
+		}
+		st, err := e.st.status(ctx, run)
+		if err != nil {
+			if errors.Is(err, ErrUnknownRun) {
+				return nil, err
+			}
+			continue
+		}
+		if st.Done() {
+			// Deliver what was appended up to the final state.
+			msgs, err := e.st.rdb.XRange(ctx, key, "("+last, "+").Result()
+			if last == "0" {
+				msgs, err = e.st.rdb.XRange(ctx, key, "-", "+").Result()
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := emit(msgs); err != nil {
+				return nil, err
+			}
+			return st, nil
+		}
+	}
+}
+
 // Cancel stops a running run. Its queued tokens are dropped when workers
 // see them; handlers already running finish, and their completions are
 // ignored.

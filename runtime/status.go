@@ -173,6 +173,10 @@ func (s *store) events(ctx context.Context, run, after string, count int64) ([]E
 	if err != nil {
 		return nil, err
 	}
+	return parseEvents(msgs), nil
+}
+
+func parseEvents(msgs []redis.XMessage) []Event {
 	evs := make([]Event, 0, len(msgs))
 	for _, m := range msgs {
 		ev := Event{ID: m.ID, Fields: map[string]string{}}
@@ -190,7 +194,7 @@ func (s *store) events(ctx context.Context, run, after string, count int64) ([]E
 		}
 		evs = append(evs, ev)
 	}
-	return evs, nil
+	return evs
 }
 
 // Replay rebuilds a run's status from its event log alone. For every run,

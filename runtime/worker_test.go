@@ -184,3 +184,33 @@ func TestCancelStopsHandlers(t *testing.T) {
 		v.wait(run)
 	})
 }
+
+func TestFollow(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("v", "b.output.v")},
+			nodes: []*nodeSpec{
+				task("a", "cel", with("v", konst("1"))),
+				task("b", "cel", after("a"), with("v", cexpr("a.output.v + 1"))),
+			},
+		})
+		run := v.submit(w, nil)
+		var types []string
+		st, err := v.e.Follow(v.ctx, run, func(ev Event) error {
+			types = append(types, ev.Type+":"+ev.Fields["x"])
+			return nil
+		})
+		if err != nil || st.State != RunCompleted {
+			t.Fatalf("%v %v", st, err)
+		}
+		want := "run.started: node.queued:a node.completed:a node.queued:b node.completed:b run.finishing: run.completed:"
+		if got := strings.Join(types, " "); got != want {
+			t.Errorf("events\n got %s\nwant %s", got, want)
+		}
+		if _, err := v.e.Follow(v.ctx, "nope", func(Event) error { return nil }); err == nil {
+			t.Error("Follow of an unknown run")
+		}
+	})
+}

@@ -1,4 +1,5 @@
-// Command wfc compiles, checks and runs .wf workflows.
+// Command wfc compiles, checks, formats and runs .wf workflows, and serves
+// editors as a language server.
 //
 // Usage:
 //

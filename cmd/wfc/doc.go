@@ -17,6 +17,7 @@
 //	cancel   cancel a run
 //	retry    re-run the failed part of a failed run
 //	events   print a run's event log
+//	lsp      run the language server (LSP over standard input and output)
 //	version  print the wfc, Go and IR versions
 //	help     show help for a command
 //

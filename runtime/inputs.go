@@ -109,3 +109,30 @@ func typeString(t *ir.Type) string {
 	}
 	return t.Kind
 }
+
+// ParseInput converts the text of a command-line input (`--input
+// name=text`) to a value for ValidateInputs: strings and durations are
+// taken as they are; other types are read as JSON (`4`, `true`,
+// `["a","b"]`); for an input of type any, text that is not JSON is a
+// string. Unknown names are errors.
+func ParseInput(w *ir.Workflow, name, text string) (any, error) {
+	for i := range w.Inputs {
+		in := &w.Inputs[i]
+		if in.Name != name {
+			continue
+		}
+		switch in.Type.Kind {
+		case ir.KindString, ir.KindDuration:
+			return text, nil
+		}
+		v, err := decodeJSON([]byte(text))
+		if err != nil {
+			if in.Type.Kind == ir.KindAny {
+				return text, nil
+			}
+			return nil, fmt.Errorf("input %s (%s): %q is not a JSON value", name, typeString(&in.Type), text)
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("unknown input %q", name)
+}

@@ -100,7 +100,7 @@ func dispatch(ctx context.Context, env *Env, args []string) int {
 
 func writeOverview(w io.Writer) {
 	var b strings.Builder
-	b.WriteString("wfc compiles and checks .wf workflows.\n\nUsage:\n\n  wfc <command> [flags] [arguments]\n\nCommands:\n\n")
+	b.WriteString("wfc compiles, checks, formats and runs .wf workflows.\n\nUsage:\n\n  wfc <command> [flags] [arguments]\n\nCommands:\n\n")
 	width := 0
 	for _, c := range commands {
 		if !c.Hidden {

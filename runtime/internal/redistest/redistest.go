@@ -117,6 +117,7 @@ func (s *Server) start() error {
 		args = append(args, "--appendonly", "no")
 	}
 	cmd := exec.Command(Binary(), args...)
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -405,3 +405,100 @@ func TestDeadline(t *testing.T) {
 		}
 	})
 }
+
+// A partial retry of a failed for_each node runs only the items that had
+// not succeeded.
+func TestPartialRetryForEach(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		var mu sync.Mutex
+		broken := true
+		v.reg.RegisterFunc("picky", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			var c struct {
+				V string `json:"v"`
+			}
+			json.Unmarshal(req.Config, &c)
+			mu.Lock()
+			defer mu.Unlock()
+			if broken && c.V == "d" {
+				return nil, handlers.Permanentf("cannot handle d")
+			}
+			return json.Marshal(map[string]string{"up": strings.ToUpper(c.V)})
+		})
+		v.worker()
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("ups", "each.output.map(o, o.up)")},
+			nodes: []*nodeSpec{
+				task("each", "picky", forEach("x", "['a', 'b', 'c', 'd', 'e']", 1), with("v", cexpr("x"))),
+			},
+		})
+		st := v.run(w, nil)
+		if st.State != RunFailed {
+			t.Fatalf("%s", st.State)
+		}
+		mu.Lock()
+		broken = false
+		mu.Unlock()
+		if err := v.e.Retry(v.ctx, st.RunID); err != nil {
+			t.Fatal(err)
+		}
+		st = v.wait(st.RunID)
+		if st.State != RunCompleted || string(st.Result) != `{"ups":["A","B","C","D","E"]}` {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		for i, want := range []int{1, 1, 1, 2, 1} {
+			if c := v.callCount(fmt.Sprintf("%s/each/%d", st.RunID, i)); c != want {
+				t.Errorf("item %d ran %d times, want %d", i, c, want)
+			}
+		}
+	})
+}
+
+// An item failing a for_each node with on_error while other items run:
+// the items in flight are dropped, the counter stays exact and the run
+// completes through the error path. Items retry on their own.
+func TestForEachItemFailures(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.reg.RegisterFunc("slowpicky", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			if req.Item == 1 {
+				return nil, handlers.Permanentf("item 1 is bad")
+			}
+			select {
+			case <-time.After(time.Duration(50*req.Item) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(`{}`), nil
+		})
+		v.worker()
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("handled", "has(ops.output)"), output("each", "has(each.output)")},
+			nodes: []*nodeSpec{
+				task("each", "slowpicky", forEach("x", "[0, 1, 2, 3, 4, 5]", 3), onError("ops")),
+				task("ops", "noop"),
+				task("next", "noop", after("each")),
+			},
+		})
+		st := v.run(w, nil)
+		if st.State != RunCompleted || string(st.Result) != `{"handled":true,"each":false}` {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		if nodeState(st, "each") != NodeFailed || nodeState(st, "next") != NodeSkipped {
+			t.Errorf("each %s, next %s", nodeState(st, "each"), nodeState(st, "next"))
+		}
+		waitNoPending(t, v.e)
+
+		// Each item fails once and succeeds on its second attempt.
+		w = build(t, wfSpec{
+			outputs: []ir.Output{output("attempts", "each.output.map(o, o.attempt)")},
+			nodes:   []*nodeSpec{task("each", "flaky", forEach("x", "[1, 2, 3]", 2), with("fails", konst("1")), retry(2, ir.BackoffFixed, 20))},
+		})
+		st = v.run(w, nil)
+		if st.State != RunCompleted || string(st.Result) != `{"attempts":[2,2,2]}` {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+	})
+}

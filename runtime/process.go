@@ -504,7 +504,7 @@ func (j *job) item() error {
 	vals := itc.Val()
 	raw, _ := vals[0].(string)
 	ist, _ := vals[1].(string)
-	if stc.Val() != NodeRunning || ist == "done" || raw == "" {
+	if stc.Val() != NodeRunning || (ist != "queued" && ist != "retrying") || raw == "" {
 		return j.ack()
 	}
 	if j.poison > 0 {

@@ -35,8 +35,8 @@ local consumed = -1
 if A.item >= 0 then
   -- An item failed the for_each node: the items still in flight (queued,
   -- running or waiting on a retry) die with it.
-  local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done')
-  consumed = -(tonumber(it[1] or '0') - tonumber(it[2] or '0'))
+  local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done', x .. '|kept')
+  consumed = -(tonumber(it[1] or '0') - (tonumber(it[2] or '0') - tonumber(it[3] or '0')))
 end
 if A.mode == 'ok' then
   redis.call('HSET', STATE, x, 'completed')

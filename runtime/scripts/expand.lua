@@ -1,5 +1,7 @@
 -- expand: starts a for_each node: stores its items and queues the first
--- ones (at most parallel at a time; 0 means all).
+-- ones (at most parallel at a time; 0 means all). After a partial retry,
+-- items that were done in an earlier generation with the same value keep
+-- their outputs and are not queued again.
 -- A: node, iter, hop, gen, msg, items (list of JSON texts), parallel.
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
@@ -16,17 +18,39 @@ if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
 local cur = redis.call('HGET', STATE, x)
 if cur ~= 'queued' and cur ~= 'retrying' then ack(); return 'dup' end
 
+-- The items to run: all, except those done before with the same value.
+local todo, kept = {}, 0
+local prev = tonumber(redis.call('HGET', ITEMS, x .. '|n') or '0')
+for i = 0, n - 1 do
+  local keep = false
+  if prev == n and redis.call('HGET', ITEMS, x .. '|s|' .. i) == 'done' then
+    keep = redis.call('HGET', ITEMS, x .. '|i|' .. i) == A.items[i + 1]
+  end
+  if keep then kept = kept + 1 else todo[#todo + 1] = i end
+end
+
 redis.call('SADD', APPLIED, op)
-local k = n
-if A.parallel > 0 and A.parallel < n then k = A.parallel end
+local k = #todo
+if A.parallel > 0 and A.parallel < k then k = A.parallel end
 redis.call('HSET', STATE, x, 'running')
-redis.call('HSET', ITEMS, x .. '|n', n, x .. '|next', k, x .. '|done', 0, x .. '|hop', tostring(A.hop))
-for i = 1, n do redis.call('HSET', ITEMS, x .. '|i|' .. (i - 1), A.items[i]) end
-event('node.expanded', -1, 'x', x, 'n', n)
-for i = 0, k - 1 do
+redis.call('HSET', ITEMS, x .. '|n', n, x .. '|next', k, x .. '|done', kept, x .. '|kept', kept,
+  x .. '|hop', tostring(A.hop), x .. '|todo', table.concat(todo, ','))
+for i = 1, n do
+  if #todo == n or redis.call('HGET', ITEMS, x .. '|s|' .. (i - 1)) ~= 'done' then
+    redis.call('HSET', ITEMS, x .. '|i|' .. (i - 1), A.items[i])
+  end
+end
+for _, i in ipairs(todo) do redis.call('HSET', ITEMS, x .. '|s|' .. i, 'waiting') end
+event('node.expanded', -1, 'x', x, 'n', n, 'kept', kept)
+for p = 1, k do
+  local i = todo[p]
   redis.call('HSET', ITEMS, x .. '|s|' .. i, 'queued')
   redis.call('XADD', qstream(g.q), '*', 't', token('item', A.node, A.iter, A.hop, 1, i))
   event('item.queued', 1, 'x', x, 'i', i)
+end
+if #todo == 0 then
+  redis.call('XADD', qstream(g.q), '*', 't', token('fin', A.node, A.iter, A.hop, 1, -1))
+  event('node.collect', 1, 'x', x)
 end
 ack()
 settle()

@@ -13,18 +13,21 @@ if A.gen < GEN then ack(); return 'stale' end
 local op = 'i:' .. x .. ':' .. tostring(A.item) .. ':' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
 if redis.call('HGET', STATE, x) ~= 'running' then ack(); return 'dup' end
-local it = redis.call('HMGET', ITEMS, x .. '|n', x .. '|next', x .. '|s|' .. A.item, x .. '|hop')
-if not it[1] or it[3] == 'done' or A.item >= tonumber(it[2]) then ack(); return 'dup' end
+local it = redis.call('HMGET', ITEMS, x .. '|n', x .. '|next', x .. '|s|' .. A.item, x .. '|hop', x .. '|todo')
+if not it[1] or (it[3] ~= 'queued' and it[3] ~= 'retrying') then ack(); return 'dup' end
 
 redis.call('SADD', APPLIED, op)
 local n, nxt, hop = tonumber(it[1]), tonumber(it[2]), tonumber(it[4])
+local todo = {}
+for i in string.gmatch(it[5] or '', '[^,]+') do todo[#todo + 1] = i end
 redis.call('HSET', ITEMS, x .. '|o|' .. A.item, A.output, x .. '|s|' .. A.item, 'done')
 local done = redis.call('HINCRBY', ITEMS, x .. '|done', 1)
 event('item.completed', -1, 'x', x, 'i', A.item, 'output', A.output)
-if nxt < n then
-  redis.call('HSET', ITEMS, x .. '|next', nxt + 1, x .. '|s|' .. nxt, 'queued')
-  redis.call('XADD', qstream(g.q), '*', 't', token('item', A.node, A.iter, hop, 1, nxt))
-  event('item.queued', 1, 'x', x, 'i', nxt)
+if nxt < #todo then
+  local i = todo[nxt + 1]
+  redis.call('HSET', ITEMS, x .. '|next', nxt + 1, x .. '|s|' .. i, 'queued')
+  redis.call('XADD', qstream(g.q), '*', 't', token('item', A.node, A.iter, hop, 1, i))
+  event('item.queued', 1, 'x', x, 'i', i)
 end
 if done == n then
   redis.call('XADD', qstream(g.q), '*', 't', token('fin', A.node, A.iter, hop, 1, -1))

@@ -15,7 +15,8 @@ if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
 local cur = redis.call('HGET', STATE, x)
 if not cur or terminal(cur) then ack(); return 'dup' end
 if A.item >= 0 then
-  if cur ~= 'running' or redis.call('HGET', ITEMS, x .. '|s|' .. A.item) == 'done' then ack(); return 'dup' end
+  local ist = redis.call('HGET', ITEMS, x .. '|s|' .. A.item)
+  if cur ~= 'running' or (ist ~= 'queued' and ist ~= 'retrying') then ack(); return 'dup' end
 end
 
 redis.call('SADD', APPLIED, op)

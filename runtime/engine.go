@@ -521,7 +521,7 @@ func (e *Engine) meta(ctx context.Context, run string) (*runMeta, error) {
 	return e.st.meta(ctx, run)
 }
 
-// Result decodes a completed run's result into v.
+// ResultInto decodes a completed run's result into v.
 func (s *Status) ResultInto(v any) error {
 	if s.Result == nil {
 		return fmt.Errorf("run %s has no result (state %s)", s.RunID, s.State)

@@ -16,6 +16,7 @@ import (
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/lang/diag"
 	"github.com/wfc-lang/wfc/runtime"
+	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
 // The runtime commands. They share the --redis flag (default $WFC_REDIS);
@@ -100,6 +101,13 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	defer eng.Close()
 	if eng.Embedded() {
 		fmt.Fprintln(env.Stderr, "wfc: embedded Redis (in memory only: the run is lost when wfc exits; use --redis for a durable one)")
+		// Only the in-process workers can serve an embedded run: a handler
+		// they lack would leave it waiting forever.
+		reg := handlers.NewRegistry(handlers.Options{AllowExec: *allowExec})
+		if missing := runtime.MissingHandlers(w, reg); len(missing) > 0 {
+			fmt.Fprintf(env.Stderr, "wfc run: no implementation of handler %s in this process; run it against a Redis (--redis) served by a 'wfc worker' (or a worker of your own) that provides it\n", strings.Join(missing, ", "))
+			return exitFailed
+		}
 	}
 	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec})
 	defer eng.StopWorkers()

@@ -30,7 +30,11 @@ func (s *server) completion(p *protocol.CompletionParams) (any, error) {
 	snap := d.latest()
 	info := d.infoSnapshot().result().Info
 	off := snap.m.Offset(p.Position)
-	items := complete(snap, info, off)
+	trigger := ""
+	if p.Context != nil && p.Context.TriggerKind == protocol.CompletionTriggerKindTriggerCharacter && p.Context.TriggerCharacter != nil {
+		trigger = *p.Context.TriggerCharacter
+	}
+	items := complete(snap, info, off, trigger)
 	return protocol.CompletionList{IsIncomplete: false, Items: items}, nil
 }
 
@@ -48,13 +52,20 @@ type cursor struct {
 	node      *ast.NodeDecl // the node the cursor is in, when it parsed
 	nodeKind  string
 	nodeID    string
-	local     int      // where the text of the current item starts
-	item      ast.Item // the node item the cursor is in
-	frames    []frame  // open brackets of the local text, outermost first
-	toks      []ltok   // tokens of the local text
-	items     []string // completion labels already added
+	local     int             // where the text of the current item starts
+	item      ast.Item        // the node item the cursor is in
+	frames    []frame         // open brackets of the local text, outermost first
+	toks      []ltok          // tokens of the local text
+	seen      map[string]bool // completion labels already added
 	out       []protocol.CompletionItem
 	replace   source.Range
+
+	// trigger is the character that made the editor ask ("" when the
+	// user asked): after a space, only node ids and setting values are
+	// offered, after a quote only handler names, so that typing an
+	// expression does not pop up a list at every space.
+	trigger string
+	allowed bool // the current context may answer the trigger
 }
 
 // A frame is an open bracket of the local text, or the container itself.
@@ -67,8 +78,8 @@ type frame struct {
 	boundary int    // index of the first token of the current item
 }
 
-func complete(snap *snapshot, info *compiler.Info, off int) []protocol.CompletionItem {
-	c := &cursor{src: snap.src(), m: snap.m, f: snap.ast(), info: info, off: off}
+func complete(snap *snapshot, info *compiler.Info, off int, trigger string) []protocol.CompletionItem {
+	c := &cursor{src: snap.src(), m: snap.m, f: snap.ast(), info: info, off: off, seen: map[string]bool{}, trigger: trigger}
 	c.wordStart = off
 	for c.wordStart > 0 && isIdentByte(c.src[c.wordStart-1]) {
 		c.wordStart--
@@ -239,7 +250,7 @@ func (c *cursor) run() {
 		return
 	}
 	if sc.inString != nil {
-		c.completeInString(*sc.inString, fr)
+		c.completeInString(*sc.inString)
 		return
 	}
 	tail := c.toks[fr.boundary:]
@@ -446,7 +457,7 @@ func (c *cursor) completeAfterComma(tail []ltok, fr frame) {
 
 // completeInString completes in a string literal: handler names after
 // `run`, expressions in an open {{ of a template.
-func (c *cursor) completeInString(t ltok, fr frame) {
+func (c *cursor) completeInString(t ltok) {
 	body := t.text[stringBody(t):]
 	rest := string(c.src[c.wordStart:c.off])
 	if k := strings.LastIndex(body+rest, "{{"); k >= 0 && !strings.Contains((body + rest)[k:], "}}") {
@@ -474,11 +485,11 @@ func (c *cursor) completeInString(t ltok, fr frame) {
 func (c *cursor) completeItems(fr frame) {
 	switch fr.head {
 	case "top":
-		c.addWords(topItems, nil)
+		c.addWords(topItems)
 	case "workflow":
-		c.addWords(workflowItems, nil)
+		c.addWords(workflowItems)
 	case "handler":
-		c.addWords(handlerItems, nil)
+		c.addWords(handlerItems)
 	case "node":
 		kind := fr.nodeKind
 		have := map[string]bool{}
@@ -495,9 +506,9 @@ func (c *cursor) completeItems(fr frame) {
 				ws = append(ws, w)
 			}
 		}
-		c.addWords(ws, nil)
+		c.addWords(ws)
 	case "retry", "loop", "compensate", "branch":
-		c.addWords(blockItems[fr.head], nil)
+		c.addWords(blockItems[fr.head])
 	case "with":
 		c.completeConfigFields()
 	}
@@ -613,6 +624,7 @@ func (c *cursor) compensateHandler() string {
 }
 
 func (c *cursor) completeHandlers() {
+	c.allowed = true
 	names := map[string]*compiler.HandlerInfo{}
 	for n, h := range builtins {
 		names[n] = h
@@ -640,6 +652,7 @@ func (c *cursor) completeHandlers() {
 }
 
 func (c *cursor) completeNodeIDs(skip map[string]bool) {
+	c.allowed = c.trigger != "\""
 	_, self := c.nodeScope()
 	for _, id := range c.nodeIDs() {
 		if id == self || skip[id] {
@@ -685,12 +698,13 @@ func (c *cursor) completeTypes() {
 }
 
 func (c *cursor) completeWords(ws []string, kind protocol.CompletionItemKind) {
+	c.allowed = c.trigger != "\""
 	for _, w := range ws {
 		c.add(w, kind, "", "", "0")
 	}
 }
 
-func (c *cursor) addWords(ws []word, _ []string) {
+func (c *cursor) addWords(ws []word) {
 	for _, w := range ws {
 		c.add(w.name, protocol.CompletionItemKindKeyword, w.form, w.doc, "0")
 	}
@@ -698,12 +712,16 @@ func (c *cursor) addWords(ws []word, _ []string) {
 
 // add appends a completion item replacing the word before the cursor.
 func (c *cursor) add(label string, kind protocol.CompletionItemKind, detail, doc, order string) {
-	for _, l := range c.items {
-		if l == label {
+	switch c.trigger {
+	case " ", "\"":
+		if !c.allowed {
 			return
 		}
 	}
-	c.items = append(c.items, label)
+	if c.seen[label] {
+		return
+	}
+	c.seen[label] = true
 	k := kind
 	sortText := order + label
 	item := protocol.CompletionItem{

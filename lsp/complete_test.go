@@ -189,3 +189,44 @@ func TestCompletionUsesLastCompiledInfo(t *testing.T) {
 		t.Errorf("hover did not compile the latest snapshot")
 	}
 }
+
+// TestCompletionTriggers: after a space only node ids and values pop up,
+// after a quote only handler names.
+func TestCompletionTriggers(t *testing.T) {
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	ask := func(uri, src, trigger string) []string {
+		text, p := marked(t, src)
+		c.open(uri, text)
+		params := tdp(uri, p)
+		params["context"] = map[string]any{"triggerKind": 2, "triggerCharacter": trigger}
+		var list struct {
+			Items []completionItem `json:"items"`
+		}
+		c.mustCall("textDocument/completion", params, &list)
+		var labels []string
+		for _, it := range list.Items {
+			labels = append(labels, it.Label)
+		}
+		return labels
+	}
+	nodes := "workflow w {\n  task a { run \"noop\" }\n"
+	if got := ask("file:///t1.wf", nodes+"  task b after | { run \"noop\" }\n}", " "); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("after `after `: %v", got)
+	}
+	if got := ask("file:///t2.wf", nodes+"  task b { run \"noop\"  when 1 + | }\n}", " "); len(got) != 0 {
+		t.Errorf("space in an expression: %v", got)
+	}
+	if got := ask("file:///t3.wf", nodes+"  task b { run \"noop\"  retry { attempts 2  backoff | } }\n}", " "); len(got) != 3 {
+		t.Errorf("space after backoff: %v", got)
+	}
+	if got := ask("file:///t4.wf", nodes+"  task b { run \"|\" }\n}", "\""); !slices.Contains(got, "http") {
+		t.Errorf("quote in run: %v", got)
+	}
+	if got := ask("file:///t5.wf", nodes+"  task b { description \"| }\n}", "\""); len(got) != 0 {
+		t.Errorf("quote elsewhere: %v", got)
+	}
+	if got := ask("file:///t6.wf", nodes+"  task b { run \"noop\"  when a.| }\n}", "."); !slices.Contains(got, "output") {
+		t.Errorf("dot: %v", got)
+	}
+}

@@ -82,16 +82,15 @@ func (st *store) nextSeq() uint64 {
 // in the editor is read from its latest text, anything else from disk.
 func (s *server) readFile(path string) ([]byte, error) {
 	s.docs.mu.Lock()
-	var d *document
-	for _, doc := range s.docs.docs {
-		if doc.snap != nil && doc.snap.name == path {
-			d = doc
-			break
-		}
+	docs := make([]*document, 0, len(s.docs.docs))
+	for _, d := range s.docs.docs {
+		docs = append(docs, d)
 	}
 	s.docs.mu.Unlock()
-	if d != nil {
-		return d.latest().src(), nil
+	for _, d := range docs {
+		if snap := d.latest(); snap != nil && snap.name == path {
+			return snap.src(), nil
+		}
 	}
 	if s.opts.ReadFile != nil {
 		return s.opts.ReadFile(path)

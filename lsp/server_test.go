@@ -399,3 +399,21 @@ func TestRefreshOnWatchedFiles(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestVersionsOutOfOrder: a client that sends a lower version number still
+// gets its edits applied in order and diagnostics for its last change.
+func TestVersionsOutOfOrder(t *testing.T) {
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := "file:///ooo.wf"
+	c.open(uri, greet)
+	c.diagnostics(uri, 1)
+	c.changeFull(uri, 5, strings.Replace(greet, `run "cel"`, `run "cell"`, 1))
+	c.changeFull(uri, 3, greet)
+	if d := c.diagnostics(uri, 3); len(d) != 0 {
+		t.Errorf("diagnostics of the last change: %v", d)
+	}
+	if got := string(c.srv.docs.get(uri).latest().src()); got != greet {
+		t.Errorf("text = %q", got)
+	}
+}

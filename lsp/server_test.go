@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -415,5 +416,25 @@ func TestVersionsOutOfOrder(t *testing.T) {
 	}
 	if got := string(c.srv.docs.get(uri).latest().src()); got != greet {
 		t.Errorf("text = %q", got)
+	}
+}
+
+// TestClientProcessGone: the server exits when the editor process named by
+// Options.ClientProcessID (or initialize's processId) is gone.
+func TestClientProcessGone(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no `true` command")
+	}
+	c := newTestClient(t, Options{ClientProcessID: cmd.Process.Pid}, nil)
+	c.initialize()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if !errors.Is(err, errClientGone) {
+			t.Errorf("Serve = %v, want errClientGone", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not notice that the client process is gone")
 	}
 }

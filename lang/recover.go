@@ -135,7 +135,11 @@ func splitTop(toks []lexer.Token) []int {
 	depth := 0
 	for i := 0; i < len(toks)-1; i++ {
 		t := toks[i]
-		if i > 0 && t.Type == tIdent && topKeywords[t.Value] && (depth == 0 || startsDecl(toks, i)) && !isPunct(toks[i-1], ".") {
+		// Inside a workflow a handler declaration is a workflow item, not
+		// the start of the next top-level declaration.
+		inWorkflow := toks[starts[len(starts)-1]].Value == "workflow"
+		nested := depth > 0 && startsDecl(toks, i) && !(inWorkflow && t.Value == "handler")
+		if i > 0 && t.Type == tIdent && topKeywords[t.Value] && (depth == 0 || nested) && !isPunct(toks[i-1], ".") {
 			starts = append(starts, i)
 			depth = 0
 		}

@@ -247,3 +247,17 @@ func TestRecoveryKeepsGoodNodes(t *testing.T) {
 		}
 	}
 }
+
+// A handler declared inside the workflow does not end the workflow when the
+// file is recovered after a syntax error (found by the language server).
+func TestRecoveryHandlerInWorkflow(t *testing.T) {
+	src := "workflow w {\n handler \"h\" { }\n task a { run \"noop\" }\n task b { run }\n}\n"
+	f, _, diags := ParseString("h.wf", src)
+	if len(diags) != 1 || diags[0].Span.Start.Line != 4 {
+		t.Fatalf("want one error on line 4, got %v", diags)
+	}
+	w := f.Workflow()
+	if w == nil || len(w.Items) != 3 {
+		t.Fatalf("workflow items: %+v", w)
+	}
+}

@@ -80,18 +80,9 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if *workers < 1 {
 		return fs.usageError(env, "--workers must be at least 1")
 	}
-	w, code := loadWorkflow(env, args[0])
+	w, in, code := prepareRun(env, "run", args[0], inputs, *inputFile)
 	if w == nil {
 		return code
-	}
-	if err := runtime.CheckSupported(w); err != nil {
-		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
-		return exitFailed
-	}
-	in, err := parseInputs(w, inputs, *inputFile)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
-		return exitFailed
 	}
 	eng, err := rf.open(ctx, env, slog.LevelWarn)
 	if err != nil {
@@ -194,6 +185,26 @@ func finish(env *Env, st *runtime.Status, jsonOut bool) int {
 	}
 }
 
+// prepareRun loads the workflow, checks that the runtime can execute its
+// node kinds, and reads the inputs; run and submit share it. On failure it
+// reports and returns a nil workflow and the exit code.
+func prepareRun(env *Env, cmd, path string, pairs []string, file string) (*ir.Workflow, map[string]any, int) {
+	w, code := loadWorkflow(env, path)
+	if w == nil {
+		return nil, nil, code
+	}
+	if err := runtime.CheckSupported(w); err != nil {
+		fmt.Fprintf(env.Stderr, "wfc %s: %v\n", cmd, err)
+		return nil, nil, exitFailed
+	}
+	in, err := parseInputs(w, pairs, file)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc %s: %v\n", cmd, err)
+		return nil, nil, exitFailed
+	}
+	return w, in, exitOK
+}
+
 // loadWorkflow compiles a .wf file or decodes an IR file. On failure it
 // reports and returns a nil workflow and the exit code.
 func loadWorkflow(env *Env, path string) (*ir.Workflow, int) {
@@ -202,20 +213,15 @@ func loadWorkflow(env *Env, path string) (*ir.Workflow, int) {
 		fmt.Fprintf(env.Stderr, "wfc: %v\n", err)
 		return nil, exitFailed
 	}
+	var decode func([]byte) (*ir.Workflow, error)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".json":
-		w, err := ir.Decode(src)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "wfc: %s: %v\n", name, err)
-			return nil, exitFailed
-		}
-		if probs := ir.Validate(w); len(probs) > 0 {
-			fmt.Fprintf(env.Stderr, "wfc: %s: invalid IR: %v\n", name, ir.Problems(probs))
-			return nil, exitFailed
-		}
-		return w, exitOK
+		decode = ir.Decode
 	case ".yaml", ".yml":
-		w, err := ir.DecodeYAML(src)
+		decode = ir.DecodeYAML
+	}
+	if decode != nil {
+		w, err := decode(src)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "wfc: %s: %v\n", name, err)
 			return nil, exitFailed
@@ -263,17 +269,9 @@ func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, e
 		if !known {
 			return nil, fmt.Errorf("--input %s: the workflow has no input %q%s", p, name, inputList(w))
 		}
-		if t.Kind == ir.KindString || t.Kind == ir.KindDuration {
-			in[name] = val
-			continue
-		}
-		var v any
-		if err := json.Unmarshal([]byte(val), &v); err != nil {
-			if t.Kind == ir.KindAny {
-				in[name] = val
-				continue
-			}
-			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON: %v", p, name, typeString(&t), err)
+		v, err := runtime.ParseInput(w, name, val)
+		if err != nil {
+			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON", p, name, typeString(&t))
 		}
 		in[name] = v
 	}
@@ -359,18 +357,9 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required; 'wfc run' runs a workflow without one")
 	}
-	w, code := loadWorkflow(env, args[0])
+	w, in, code := prepareRun(env, "submit", args[0], inputs, *inputFile)
 	if w == nil {
 		return code
-	}
-	if err := runtime.CheckSupported(w); err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
-		return exitFailed
-	}
-	in, err := parseInputs(w, inputs, *inputFile)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
-		return exitFailed
 	}
 	eng, err := rf.open(ctx, env, slog.LevelWarn)
 	if err != nil {

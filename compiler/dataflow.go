@@ -46,7 +46,7 @@ func (s *state) inputDefaults() {
 			continue
 		}
 		if !s.assignable(in.Type, a.OutputType()) {
-			s.errorf(diag.DefaultType, e.Range, "default of `%s` must be %s, found %s", in.Name, irTypeName(in.Type), typeName(a.OutputType()))
+			s.errorf(diag.DefaultType, e.Range, "default of `%s` must be %s, found %s", in.Name, in.Type.String(), typeName(a.OutputType()))
 			continue
 		}
 		prg, err := env.Program(a, cel.CostLimit(MaxExprCost))
@@ -67,7 +67,7 @@ func (s *state) inputDefaults() {
 		// The type check lets maps stand for objects and strings for
 		// durations; a constant can be checked completely now.
 		if msg := constFits(in.Type, j, ""); msg != "" {
-			s.errorf(diag.DefaultType, e.Range, "default of `%s` does not fit %s: %s", in.Name, irTypeName(in.Type), msg)
+			s.errorf(diag.DefaultType, e.Range, "default of `%s` does not fit %s: %s", in.Name, in.Type.String(), msg)
 			continue
 		}
 		b, _ := json.Marshal(j)

@@ -240,7 +240,7 @@ func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Typ
 				continue
 			}
 			if pts[i] != nil && !s.assignable(&field.Type, pts[i]) {
-				d := s.errorf(diag.ConfigType, p.Value.Range, "`%s` of %s must be %s, found %s", p.Name.Name, what, irTypeName(&field.Type), typeName(pts[i]))
+				d := s.errorf(diag.ConfigType, p.Value.Range, "`%s` of %s must be %s, found %s", p.Name.Name, what, field.Type.String(), typeName(pts[i]))
 				if field.Type.Kind == ir.KindDuration {
 					d.WithHint("write a duration as duration('30s') or as a string such as \"30s\"")
 				}
@@ -351,29 +351,6 @@ func typeName(t *types.Type) string {
 		return "any"
 	}
 	return t.String()
-}
-
-func irTypeName(t *ir.Type) string {
-	switch t.Kind {
-	case ir.KindList, ir.KindMap:
-		return t.Kind + "<" + irTypeName(t.Elem) + ">"
-	case ir.KindObject:
-		var b strings.Builder
-		b.WriteString("{")
-		for i, f := range t.Fields {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(f.Name)
-			if f.Optional {
-				b.WriteString("?")
-			}
-			b.WriteString(": " + irTypeName(&f.Type))
-		}
-		b.WriteString("}")
-		return b.String()
-	}
-	return t.Kind
 }
 
 func (s *state) checkTemplate(sc *scope, str *ast.String, owner *node) {

@@ -373,3 +373,21 @@ func TestTerminalEndsPath(t *testing.T) {
 		})
 	}
 }
+
+func TestTypeString(t *testing.T) {
+	obj := &Type{Kind: KindObject, Fields: []Field{{Name: "id", Type: Type{Kind: KindString}}, {Name: "n", Type: Type{Kind: KindList, Elem: &Type{Kind: KindInt}}, Optional: true}}}
+	for _, c := range []struct {
+		t    *Type
+		want string
+	}{
+		{nil, "any"},
+		{&Type{Kind: KindInt}, "int"},
+		{&Type{Kind: KindMap, Elem: &Type{Kind: KindString}}, "map<string>"},
+		{&Type{Kind: KindObject}, "{}"},
+		{obj, "{ id: string  n?: list<int> }"},
+	} {
+		if got := c.t.String(); got != c.want {
+			t.Errorf("String() = %q, want %q", got, c.want)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package ir
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Version is the IR format version written to ir_version. It changes only on
 // an incompatible change to the format, so a runtime can refuse documents it
@@ -335,4 +338,42 @@ func Index(w *Workflow) map[string]int {
 		}
 	}
 	return m
+}
+
+// String spells the type the way a .wf file writes it: `list<int>`,
+// `map<string>`, `{ id: string  note?: string }`; a nil type is `any`.
+// The compiler's messages, the CLI, the runtime and the language server all
+// use it.
+func (t *Type) String() string {
+	if t == nil {
+		return KindAny
+	}
+	switch t.Kind {
+	case KindList, KindMap:
+		return t.Kind + "<" + t.Elem.String() + ">"
+	case KindObject:
+		if len(t.Fields) == 0 {
+			return "{}"
+		}
+		var b strings.Builder
+		b.WriteString("{ ")
+		for i := range t.Fields {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(t.Fields[i].String())
+		}
+		b.WriteString(" }")
+		return b.String()
+	}
+	return t.Kind
+}
+
+// String spells the field as in a .wf type block: `name?: type`.
+func (f Field) String() string {
+	opt := ""
+	if f.Optional {
+		opt = "?"
+	}
+	return f.Name + opt + ": " + f.Type.String()
 }

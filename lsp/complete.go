@@ -570,7 +570,7 @@ func (c *cursor) completeConfigFields() {
 		if set[f.Name] {
 			continue
 		}
-		detail := formatType(&f.Type)
+		detail := f.Type.String()
 		if f.Optional {
 			detail = "optional " + detail
 		} else {
@@ -764,14 +764,14 @@ func (c *cursor) completeExpr() {
 	t, isNode := c.resolveChain(chain)
 	if isNode {
 		n := c.info.Nodes[chain[0]]
-		c.add("output", protocol.CompletionItemKindField, formatType(n.Output), "the output of "+n.Kind+" "+n.ID, "0")
+		c.add("output", protocol.CompletionItemKindField, n.Output.String(), "the output of "+n.Kind+" "+n.ID, "0")
 		return
 	}
 	if t == nil {
 		return
 	}
 	for _, f := range fieldsOf(t) {
-		detail := formatType(&f.Type)
+		detail := f.Type.String()
 		if f.Optional {
 			detail = "optional " + detail
 		}

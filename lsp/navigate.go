@@ -42,7 +42,7 @@ func hoverText(res *compiler.Result, off int) (string, source.Range, bool) {
 			return fmt.Sprintf("```cel\n%s\n```\ntype `%s`", clip(res.File.Text(sub.Range)), sub.Type), sub.Range, true
 		}
 		if ei.Type != nil {
-			return fmt.Sprintf("```cel\n%s\n```\ntype `%s`", clip(e.Text), formatType(ei.Type)), e.Range, true
+			return fmt.Sprintf("```cel\n%s\n```\ntype `%s`", clip(e.Text), ei.Type.String()), e.Range, true
 		}
 	}
 	if block, k := keywordAt(res.AST, off); k != nil {
@@ -103,7 +103,7 @@ func describe(res *compiler.Result, sym symbol) string {
 		if in.Decl != nil && in.Decl.Optional {
 			opt = "?"
 		}
-		fmt.Fprintf(&b, "```wf\ninput.%s%s: %s\n```\n", in.Name, opt, formatType(in.Type))
+		fmt.Fprintf(&b, "```wf\ninput.%s%s: %s\n```\n", in.Name, opt, in.Type.String())
 		switch {
 		case in.Decl != nil && in.Decl.Default != nil:
 			fmt.Fprintf(&b, "optional, default `%s`", clip(in.Decl.Default.Text))
@@ -140,7 +140,7 @@ func describe(res *compiler.Result, sym symbol) string {
 			return ""
 		}
 		t := fieldType(n.Output, field)
-		fmt.Fprintf(&b, "```wf\n%s.output.%s: %s\n```\nfield of the output of %s %s", id, field, formatType(t), n.Kind, id)
+		fmt.Fprintf(&b, "```wf\n%s.output.%s: %s\n```\nfield of the output of %s %s", id, field, t.String(), n.Kind, id)
 	}
 	return b.String()
 }

@@ -203,47 +203,11 @@ func symbolRefs(res *compiler.Result, sym symbol, withDecl bool) []source.Range 
 	return out
 }
 
-// formatType writes an IR type the way a .wf file writes it.
-func formatType(t *ir.Type) string {
-	if t == nil {
-		return "any"
-	}
-	switch t.Kind {
-	case ir.KindList:
-		return "list<" + formatType(t.Elem) + ">"
-	case ir.KindMap:
-		return "map<" + formatType(t.Elem) + ">"
-	case ir.KindObject:
-		if len(t.Fields) == 0 {
-			return "{}"
-		}
-		var b strings.Builder
-		b.WriteString("{ ")
-		for i, f := range t.Fields {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			b.WriteString(fieldString(f))
-		}
-		b.WriteString(" }")
-		return b.String()
-	}
-	return t.Kind
-}
-
-func fieldString(f ir.Field) string {
-	opt := ""
-	if f.Optional {
-		opt = "?"
-	}
-	return f.Name + opt + ": " + formatType(&f.Type)
-}
-
 // formatBlock writes an object type as a block, one field per line, for
 // hovers.
 func formatBlock(key string, t *ir.Type) string {
 	if t == nil || t.Kind != ir.KindObject {
-		return key + ": " + formatType(t)
+		return key + ": " + t.String()
 	}
 	if len(t.Fields) == 0 {
 		return key + " {}"
@@ -251,7 +215,7 @@ func formatBlock(key string, t *ir.Type) string {
 	var b strings.Builder
 	b.WriteString(key + " {\n")
 	for _, f := range t.Fields {
-		b.WriteString("  " + fieldString(f) + "\n")
+		b.WriteString("  " + f.String() + "\n")
 	}
 	b.WriteString("}")
 	return b.String()

@@ -53,7 +53,7 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 			case in.Default != nil:
 				out[in.Name] = in.Default
 			case in.Required:
-				probs = append(probs, fmt.Sprintf("missing required input %q (%s)", in.Name, typeString(&in.Type)))
+				probs = append(probs, fmt.Sprintf("missing required input %q (%s)", in.Name, in.Type.String()))
 			}
 			continue
 		}
@@ -87,29 +87,6 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 	return data, nil
 }
 
-func typeString(t *ir.Type) string {
-	if t == nil {
-		return "any"
-	}
-	switch t.Kind {
-	case ir.KindList:
-		return "list<" + typeString(t.Elem) + ">"
-	case ir.KindMap:
-		return "map<" + typeString(t.Elem) + ">"
-	case ir.KindObject:
-		var parts []string
-		for _, f := range t.Fields {
-			q := ""
-			if f.Optional {
-				q = "?"
-			}
-			parts = append(parts, f.Name+q+": "+typeString(&f.Type))
-		}
-		return "{ " + strings.Join(parts, "  ") + " }"
-	}
-	return t.Kind
-}
-
 // ParseInput converts the text of a command-line input (`--input
 // name=text`) to a value for ValidateInputs: strings and durations are
 // taken as they are; other types are read as JSON (`4`, `true`,
@@ -130,7 +107,7 @@ func ParseInput(w *ir.Workflow, name, text string) (any, error) {
 			if in.Type.Kind == ir.KindAny {
 				return text, nil
 			}
-			return nil, fmt.Errorf("input %s (%s): %q is not a JSON value", name, typeString(&in.Type), text)
+			return nil, fmt.Errorf("input %s (%s): %q is not a JSON value", name, in.Type.String(), text)
 		}
 		return v, nil
 	}

@@ -109,7 +109,7 @@ func goalInputs(w *ir.Workflow, required []string) []requiredInput {
 	out := make([]requiredInput, 0, len(required))
 	for _, decl := range w.Inputs {
 		if need[decl.Name] {
-			out = append(out, requiredInput{Name: decl.Name, Type: typeString(&decl.Type), Required: decl.Required, Default: decl.Default})
+			out = append(out, requiredInput{Name: decl.Name, Type: decl.Type.String(), Required: decl.Required, Default: decl.Default})
 			delete(need, decl.Name)
 		}
 	}
@@ -150,37 +150,6 @@ func writeGoalInputs(w io.Writer, goals []string, ins []requiredInput) {
 		fmt.Fprintf(&b, "  %-*s  %-*s  %s\n", nameW, in.Name, typeW, in.Type, status)
 	}
 	io.WriteString(w, b.String())
-}
-
-// typeString spells an IR type the way .wf source does.
-func typeString(t *ir.Type) string {
-	if t == nil {
-		return "unknown"
-	}
-	switch t.Kind {
-	case ir.KindList, ir.KindMap:
-		return t.Kind + "<" + typeString(t.Elem) + ">"
-	case ir.KindObject:
-		if len(t.Fields) == 0 {
-			return "object"
-		}
-		var b strings.Builder
-		b.WriteString("{ ")
-		for i, f := range t.Fields {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			b.WriteString(f.Name)
-			if f.Optional {
-				b.WriteString("?")
-			}
-			b.WriteString(": ")
-			b.WriteString(typeString(&f.Type))
-		}
-		b.WriteString(" }")
-		return b.String()
-	}
-	return t.Kind
 }
 
 // mergeFiles adds the sources in from to into, for rendering excerpts.

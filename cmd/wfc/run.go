@@ -271,7 +271,7 @@ func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, e
 		}
 		v, err := runtime.ParseInput(w, name, val)
 		if err != nil {
-			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON", p, name, typeString(&t))
+			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON", p, name, t.String())
 		}
 		in[name] = v
 	}

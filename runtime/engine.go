@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -54,6 +55,43 @@ type Engine struct {
 	groups map[string]bool  // streams whose consumer group exists
 	bg     []*bgWorker
 	closed bool
+
+	trips tripCounter
+}
+
+// tripCounter is a go-redis hook counting round trips to Redis: one per
+// command, one per pipeline however many commands it carries. Benchmarks
+// read it (round trips per node execution).
+type tripCounter struct{ n atomic.Int64 }
+
+func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// RoundTrips returns how many round trips the engine and its workers have
+// made to Redis (a pipeline counts once).
+func (e *Engine) RoundTrips() int64 { return e.trips.n.Load() }
+
+// RunKeys returns the Redis keys that hold a run's state and event log.
+func (e *Engine) RunKeys(run string) []string {
+	keys := e.st.ks.runKeys(run)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 type bgWorker struct {
@@ -104,6 +142,8 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	bo.PoolSize = max(10, 2*opts.Shards+8) // readers (one per shard and worker) and Wait calls
 	bo.MinIdleConns = 0
 	rdb, blk := redis.NewClient(ro), redis.NewClient(&bo)
+	rdb.AddHook(&e.trips)
+	blk.AddHook(&e.trips)
 	st, err := newStore(rdb, blk, keyspace{prefix: opts.Prefix, shards: opts.Shards})
 	if err != nil {
 		rdb.Close()

@@ -331,11 +331,16 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		for _, s := range res {
 			q := w.queueOf(s.Stream)
 			for _, m := range s.Messages {
-				used++
+				// COUNT bounds each stream, not the reply: with several
+				// queues more than n messages may arrive. They are ours
+				// now; each waits for a slot.
+				if used++; used > n {
+					w.sem <- struct{}{}
+				}
 				w.dispatch(hctx, shard, q, m)
 			}
 		}
-		w.releaseSlots(n - used)
+		w.releaseSlots(n - min(used, n))
 	}
 }
 

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wfc-lang/wfc/runtime/bench"
+)
+
+const benchDoc = `
+Bench measures the runtime on a Redis: node executions per second and the
+per-hop latency (a node's handler finished -> the next node's handler
+started, p50 and p99) of no-op workflows — a chain of ten, a diamond and a
+100-wide fan-out/fan-in — with one and several workers, the round trips to
+Redis and the Redis CPU per node execution, and Redis memory per in-flight
+and per completed run.
+
+With --baseline it also measures, in the same run and on the same Redis, a
+raw go-redis reference: tokens passed along chains of ten streams with one
+batched read and one pipelined write per hop, by as many consumers with the
+same concurrency. It then prints the ratios to that reference and whether
+the targets hold (throughput at least 0.5 of the reference, hop p50 and p99
+at most 3x, at most 2 round trips per node execution). The benchmark's keys
+get their own prefix and are deleted at the end.
+
+Without --redis it runs on the embedded server; its figures say little.`
+
+func runBench(ctx context.Context, env *Env, args []string) int {
+	fs := newFlags("bench", "wfc bench [--redis URL] [flags]", benchDoc)
+	redisURL := fs.String("redis", env.Getenv("WFC_REDIS"), "Redis `URL` to measure (default $WFC_REDIS; none: embedded)")
+	dur := fs.Duration("duration", 3*time.Second, "measured time of each scenario")
+	workers := fs.String("workers", "1,4", "comma-separated worker `COUNTS` to measure with")
+	conc := fs.Int("concurrency", 8, "handlers each worker runs at once")
+	inflight := fs.Int("inflight", 32, "runs (and reference chains) kept in flight")
+	shapes := fs.String("shapes", strings.Join(bench.Shapes, ","), "comma-separated `SHAPES` to run")
+	baseline := fs.Bool("baseline", true, "measure the raw go-redis reference and the ratios")
+	memRuns := fs.Int("memory-runs", 500, "runs measuring Redis memory per run (0: skip)")
+	jsonOut := fs.Bool("json", false, "print the report as JSON")
+	args, code, ok := fs.parse(env, args)
+	if !ok {
+		return code
+	}
+	if len(args) > 0 {
+		return fs.usageError(env, "bench takes no arguments")
+	}
+	opts := bench.Options{
+		RedisURL: *redisURL, Duration: *dur, Concurrency: *conc, InFlight: *inflight,
+		Baseline: *baseline, MemoryRuns: *memRuns,
+	}
+	if *memRuns <= 0 {
+		opts.MemoryRuns = -1
+	}
+	for _, s := range strings.Split(*workers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fs.usageError(env, "--workers: %q is not a worker count", s)
+		}
+		opts.Workers = append(opts.Workers, n)
+	}
+	for _, s := range strings.Split(*shapes, ",") {
+		s = strings.TrimSpace(s)
+		if _, err := bench.Workflow(s); err != nil {
+			return fs.usageError(env, "--shapes: %v", err)
+		}
+		opts.Shapes = append(opts.Shapes, s)
+	}
+	if *dur < 100*time.Millisecond {
+		return fs.usageError(env, "--duration must be at least 100ms")
+	}
+	if *conc < 1 || *inflight < 1 {
+		return fs.usageError(env, "--concurrency and --inflight must be at least 1")
+	}
+	if !*jsonOut {
+		opts.Progress = func(s string) { fmt.Fprintf(env.Stderr, "wfc bench: %s\n", s) }
+	}
+	rep, err := bench.Run(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc bench: %v\n", err)
+		return exitFailed
+	}
+	if *jsonOut {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	} else {
+		writeBench(env.Stdout, rep)
+	}
+	for _, r := range rep.Ratios {
+		if !r.Met {
+			return exitFailed
+		}
+	}
+	return exitOK
+}
+
+func writeBench(out io.Writer, rep *bench.Report) {
+	fmt.Fprintf(out, "Redis %s, GOMAXPROCS %d, %.1f s per scenario\n\n", rep.Redis, rep.GoMaxProc, rep.Duration)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tin flight\truns\texec/s\truns/s\thop p50 ms\thop p99 ms\ttrips/exec\tRedis µs/exec\t")
+	for _, s := range rep.Scenarios {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t\n", s.Name, s.InFlight, s.Runs, s.ExecPerSec, s.RunsPerSec, s.HopP50ms, s.HopP99ms, s.TripsPer, cpuCell(s.RedisCPUus))
+	}
+	tw.Flush()
+	if len(rep.Baselines) > 0 {
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "reference\tin flight\thops/s\thop p50 ms\thop p99 ms\ttrips/hop\tRedis µs/hop\t")
+		for _, b := range rep.Baselines {
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t\n", b.Name, b.InFlight, b.HopsPerSec, b.HopP50ms, b.HopP99ms, b.TripsPer, cpuCell(b.RedisCPUus))
+		}
+		tw.Flush()
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "scenario\treference\tthroughput (≥0.5)\tp50 (≤3)\tp99 (≤3)\ttrips (≤2)\ttargets\t")
+		for _, r := range rep.Ratios {
+			met := "met"
+			if !r.Met {
+				met = "MISSED"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n", r.Scenario, r.Baseline, r.Throughput, r.P50, r.P99, r.Trips, met)
+		}
+		tw.Flush()
+	}
+	if len(rep.Memory) > 0 {
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "memory\truns\tbytes per in-flight run\tbytes per completed run\t")
+		for _, m := range rep.Memory {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", m.Shape, m.Runs, m.InFlightBytes, m.CompletedBytes)
+		}
+		tw.Flush()
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(out, "\nnote: %s\n", n)
+	}
+}
+
+func cpuCell(us float64) string {
+	if us == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", us)
+}

@@ -1,0 +1,778 @@
+package bench
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
+	wfrt "github.com/wfc-lang/wfc/runtime"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+//go:embed workflows/*.ir.json
+var workflowFS embed.FS
+
+// Shapes are the workflows the benchmark runs, all of no-op tasks: a chain
+// of ten, a diamond (one task, two in parallel, a join) and a 100-wide
+// fan-out/fan-in. Their sources are workflows/*.wf; the embedded IR is
+// built from them by `go generate` and kept equal by a test in cmd/wfc.
+var Shapes = []string{"chain", "diamond", "fanout"}
+
+//go:generate go run ../../cmd/wfc build -o workflows/chain.ir.json workflows/chain.wf
+//go:generate go run ../../cmd/wfc build -o workflows/diamond.ir.json workflows/diamond.wf
+//go:generate go run ../../cmd/wfc build -o workflows/fanout.ir.json workflows/fanout.wf
+
+// Workflow returns the IR of a benchmark shape.
+func Workflow(shape string) (*ir.Workflow, error) {
+	data, err := workflowFS.ReadFile("workflows/" + shape + ".ir.json")
+	if err != nil {
+		return nil, fmt.Errorf("bench: no shape %q (have %s)", shape, strings.Join(Shapes, ", "))
+	}
+	return ir.Decode(data)
+}
+
+// Options configure a benchmark.
+type Options struct {
+	// RedisURL is the Redis to measure; "" starts the embedded server
+	// (its figures say little about a deployment).
+	RedisURL string
+	// Duration of each measured scenario (default 3 s).
+	Duration time.Duration
+	// Workers lists the worker counts to measure each shape with
+	// (default 1 and 4).
+	Workers []int
+	// Concurrency of each worker (default 8).
+	Concurrency int
+	// InFlight is how many runs (and, for the reference, chains) are kept
+	// in flight at once (default 32).
+	InFlight int
+	// Shapes to run (default all).
+	Shapes []string
+	// Baseline measures the raw go-redis reference in the same run.
+	Baseline bool
+	// MemoryRuns is how many runs measure Redis memory per run (default
+	// 500; 0 after defaults skips nothing, negative skips the phase).
+	MemoryRuns int
+	// Logger receives the engine's logs (default: warnings and errors
+	// to nowhere).
+	Logger *slog.Logger
+	// Progress, when set, gets a line as each scenario starts.
+	Progress func(string)
+}
+
+func (o *Options) defaults() {
+	if o.Duration <= 0 {
+		o.Duration = 3 * time.Second
+	}
+	if len(o.Workers) == 0 {
+		o.Workers = []int{1, 4}
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = 32
+	}
+	if len(o.Shapes) == 0 {
+		o.Shapes = Shapes
+	}
+	if o.MemoryRuns == 0 {
+		o.MemoryRuns = 500
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+}
+
+// A Report is what a benchmark measured.
+type Report struct {
+	Redis     string     `json:"redis"`          // server version, or "embedded"
+	GoMaxProc int        `json:"gomaxprocs"`     // CPUs the Go side could use
+	Duration  float64    `json:"duration_s"`     // per scenario
+	Scenarios []Scenario `json:"scenarios"`      // runtime measurements
+	Baselines []Baseline `json:"baselines"`      // raw go-redis reference
+	Ratios    []Ratio    `json:"ratios"`         // scenario vs reference, with targets
+	Memory    []Memory   `json:"memory"`         // Redis memory per run
+	Notes     []string   `json:"notes,omitzero"` // what the figures cannot show
+}
+
+// A Scenario is one shape run by some workers with runs kept in flight.
+type Scenario struct {
+	Name       string  `json:"name"` // shape/Nw[/latency]
+	Shape      string  `json:"shape"`
+	Workers    int     `json:"workers"`
+	InFlight   int     `json:"in_flight"`
+	Runs       int     `json:"runs"`
+	Executions int64   `json:"executions"`     // handler calls
+	Seconds    float64 `json:"seconds"`        // from the first submit until the last run completed
+	ExecPerSec float64 `json:"exec_per_s"`     // node executions per second
+	RunsPerSec float64 `json:"runs_per_s"`     // completed runs per second
+	Hops       int     `json:"hops"`           // hops measured
+	HopP50ms   float64 `json:"hop_p50_ms"`     // a node's handler finished -> the next one's started
+	HopP99ms   float64 `json:"hop_p99_ms"`     //
+	TripsPer   float64 `json:"trips_per_exec"` // worker round trips to Redis per node execution
+	RedisCPUus float64 `json:"redis_cpu_us_per_exec,omitzero"`
+}
+
+// A Baseline is the raw go-redis reference: tokens passed along chains of
+// ten streams, each hop one blocking batched read and one pipelined write
+// (XACK + XADD), by the same number of consumers with the same concurrency.
+type Baseline struct {
+	Name       string  `json:"name"`
+	Consumers  int     `json:"consumers"`
+	InFlight   int     `json:"in_flight"` // chains (tokens) in flight
+	Hops       int64   `json:"hops"`
+	Seconds    float64 `json:"seconds"`
+	HopsPerSec float64 `json:"hops_per_s"`
+	HopP50ms   float64 `json:"hop_p50_ms"`
+	HopP99ms   float64 `json:"hop_p99_ms"`
+	TripsPer   float64 `json:"trips_per_hop"`
+	RedisCPUus float64 `json:"redis_cpu_us_per_hop,omitzero"`
+}
+
+// A Ratio compares a scenario with the reference run under the same load
+// and says whether the targets hold: throughput at least half the
+// reference's, p50 and p99 at most three times, at most two round trips
+// per node execution.
+type Ratio struct {
+	Scenario   string  `json:"scenario"`
+	Baseline   string  `json:"baseline"`
+	Throughput float64 `json:"throughput"` // exec/s ÷ reference hops/s (target ≥ 0.5)
+	P50        float64 `json:"p50"`        // hop p50 ÷ reference p50 (target ≤ 3)
+	P99        float64 `json:"p99"`        // hop p99 ÷ reference p99 (target ≤ 3)
+	Trips      float64 `json:"trips"`      // round trips per node execution (target ≤ 2)
+	Met        bool    `json:"met"`
+}
+
+// Memory is Redis memory per run of a shape: while queued (in flight) and
+// once completed (kept until the retention period ends).
+type Memory struct {
+	Shape          string `json:"shape"`
+	Runs           int    `json:"runs"`
+	InFlightBytes  int64  `json:"in_flight_bytes_per_run"`
+	CompletedBytes int64  `json:"completed_bytes_per_run"`
+}
+
+// A Session holds what the scenarios share: a submitting engine and a
+// workers' engine on the same Redis (separate, as they would be in separate
+// processes, so that round trips are counted for the workers alone) and a
+// plain client for INFO and the reference. Its keys get their own prefix
+// and Close deletes them.
+type Session struct {
+	opts   Options
+	prefix string
+	sub    *wfrt.Engine
+	wk     *wfrt.Engine
+	rdb    *redis.Client
+	redis  string // server version, or "embedded"
+}
+
+// Open starts a session.
+func Open(ctx context.Context, opts Options) (*Session, error) {
+	opts.defaults()
+	s := &Session{opts: opts, prefix: fmt.Sprintf("wfbench%06d", rand.IntN(1_000_000))}
+	var err error
+	s.sub, err = wfrt.Open(ctx, wfrt.Options{RedisURL: opts.RedisURL, Prefix: s.prefix, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	url := opts.RedisURL
+	if url == "" {
+		url = "redis://" + s.sub.RedisAddr()
+	}
+	s.wk, err = wfrt.Open(ctx, wfrt.Options{RedisURL: url, Prefix: s.prefix, Logger: opts.Logger})
+	if err != nil {
+		s.sub.Close()
+		return nil, err
+	}
+	ro, err := redis.ParseURL(url)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.rdb = redis.NewClient(ro)
+	s.redis = redisInfo(ctx, s.rdb)["redis_version"]
+	if opts.RedisURL == "" || s.redis == "" {
+		s.redis = "embedded"
+	}
+	return s, nil
+}
+
+// Close deletes the session's keys and closes its connections.
+func (s *Session) Close() {
+	if s.rdb != nil {
+		cleanup(context.Background(), s.rdb, s.prefix)
+		s.rdb.Close()
+	}
+	s.wk.Close()
+	s.sub.Close()
+}
+
+// Run measures every scenario, the reference and memory, and computes the
+// ratios.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	opts.defaults()
+	s, err := Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	rep := &Report{Redis: s.redis, GoMaxProc: runtime.GOMAXPROCS(0), Duration: opts.Duration.Seconds()}
+	if s.redis == "embedded" {
+		rep.Notes = append(rep.Notes, "embedded Redis (miniredis): Redis CPU and memory are not reported, and the figures say little about a real deployment")
+	}
+	type load struct{ workers, inflight int }
+	var loads []load
+	for _, shape := range opts.Shapes {
+		if shape == "chain" {
+			// The chain once more with a single run in flight: hop latency
+			// without queueing.
+			opts.Progress("chain, 1 worker, 1 run in flight")
+			sc, err := s.Scenario(ctx, shape, 1, 1, 0)
+			if err != nil {
+				return nil, err
+			}
+			sc.Name += "/latency"
+			rep.Scenarios = append(rep.Scenarios, *sc)
+			loads = appendLoad(loads, load{1, 1})
+		}
+		for _, n := range opts.Workers {
+			opts.Progress(fmt.Sprintf("%s, %d worker(s), %d runs in flight", shape, n, opts.InFlight))
+			sc, err := s.Scenario(ctx, shape, n, opts.InFlight, 0)
+			if err != nil {
+				return nil, err
+			}
+			rep.Scenarios = append(rep.Scenarios, *sc)
+			loads = appendLoad(loads, load{n, opts.InFlight})
+		}
+	}
+	if opts.Baseline {
+		for _, l := range loads {
+			opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chains in flight", l.workers, l.inflight))
+			bl, err := s.Baseline(ctx, l.workers, l.inflight, 0)
+			if err != nil {
+				return nil, err
+			}
+			rep.Baselines = append(rep.Baselines, *bl)
+		}
+		for _, sc := range rep.Scenarios {
+			for _, bl := range rep.Baselines {
+				if bl.Consumers != sc.Workers || bl.InFlight != sc.InFlight {
+					continue
+				}
+				r := Ratio{Scenario: sc.Name, Baseline: bl.Name, Trips: sc.TripsPer}
+				r.Throughput = div(sc.ExecPerSec, bl.HopsPerSec)
+				r.P50 = div(sc.HopP50ms, bl.HopP50ms)
+				r.P99 = div(sc.HopP99ms, bl.HopP99ms)
+				r.Met = r.Throughput >= 0.5 && r.P50 <= 3 && r.P99 <= 3 && r.Trips <= 2
+				rep.Ratios = append(rep.Ratios, r)
+			}
+		}
+	}
+	if opts.MemoryRuns > 0 && s.redis != "embedded" {
+		for _, shape := range opts.Shapes {
+			opts.Progress(fmt.Sprintf("memory: %d runs of %s", opts.MemoryRuns, shape))
+			m, err := s.Memory(ctx, shape, opts.MemoryRuns)
+			if err != nil {
+				return nil, err
+			}
+			rep.Memory = append(rep.Memory, *m)
+		}
+	}
+	return rep, nil
+}
+
+func appendLoad[T comparable](list []T, l T) []T {
+	if slices.Contains(list, l) {
+		return list
+	}
+	return append(list, l)
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// A recorder collects, per run, when each node's handler started and
+// finished, and counts handler calls.
+type recorder struct {
+	mu    sync.Mutex
+	runs  map[string]*runTimes
+	execs atomic.Int64
+	sink  string
+	done  chan struct{} // a run's sink finished: submit the next
+}
+
+type runTimes struct {
+	start, end map[string]int64 // node -> unix ns
+}
+
+func (r *recorder) handler(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+	t0 := time.Now().UnixNano()
+	r.execs.Add(1)
+	out := json.RawMessage("{}") // what the built-in noop returns
+	t1 := time.Now().UnixNano()
+	r.mu.Lock()
+	rt := r.runs[req.RunID]
+	if rt == nil {
+		rt = &runTimes{start: map[string]int64{}, end: map[string]int64{}}
+		r.runs[req.RunID] = rt
+	}
+	rt.start[req.Node] = t0
+	rt.end[req.Node] = t1
+	r.mu.Unlock()
+	if req.Node == r.sink {
+		select {
+		case r.done <- struct{}{}:
+		default:
+		}
+	}
+	return out, nil
+}
+
+// hops returns, for every node with predecessors, the time from the last
+// predecessor's handler finishing to its own handler starting.
+func (r *recorder) hops(w *ir.Workflow) []float64 {
+	preds := map[string][]string{}
+	for _, e := range w.Edges {
+		preds[e.To] = append(preds[e.To], e.From)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []float64
+	for _, rt := range r.runs {
+		for node, start := range rt.start {
+			var last int64
+			for _, p := range preds[node] {
+				last = max(last, rt.end[p])
+			}
+			if last == 0 {
+				continue
+			}
+			out = append(out, float64(start-last)/1e6)
+		}
+	}
+	return out
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// Scenario runs a shape with some workers, keeping inflight runs in flight
+// for the session's duration or, when runs > 0, until that many runs were
+// submitted, then waits for every submitted run to complete.
+func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight, runs int) (*Scenario, error) {
+	w, err := Workflow(shape)
+	if err != nil {
+		return nil, err
+	}
+	want := runs
+	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, 1<<16)}
+	reg := handlers.NewRegistry(handlers.Options{})
+	reg.RegisterFunc("noop", rec.handler)
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range workers {
+		wk := b.wk.NewWorker(wfrt.WorkerOptions{Handlers: reg, Concurrency: b.opts.Concurrency, ShutdownGrace: -1})
+		wg.Add(1)
+		go func() { defer wg.Done(); wk.Run(wctx) }()
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	// Warm up: one round of runs, not measured.
+	var warm []string
+	for range inflight {
+		id, err := b.sub.Submit(ctx, w, nil)
+		if err != nil {
+			return nil, err
+		}
+		warm = append(warm, id)
+	}
+	if _, err := b.waitAll(ctx, warm); err != nil {
+		return nil, err
+	}
+	rec.mu.Lock()
+	clear(rec.runs)
+	rec.mu.Unlock()
+	rec.execs.Store(0)
+	for len(rec.done) > 0 {
+		<-rec.done
+	}
+
+	info0 := redisInfo(ctx, b.rdb)
+	trips0 := b.wk.RoundTrips()
+	start := time.Now()
+	deadline := start.Add(b.opts.Duration)
+	if want > 0 {
+		deadline = start.Add(24 * time.Hour)
+	}
+	var ids []string
+	submit := func() error {
+		if want > 0 && len(ids) >= want {
+			return nil
+		}
+		id, err := b.sub.Submit(ctx, w, nil)
+		if err == nil {
+			ids = append(ids, id)
+		}
+		return err
+	}
+	for range inflight {
+		if err := submit(); err != nil {
+			return nil, err
+		}
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+loop:
+	for {
+		if want > 0 && len(ids) >= want {
+			break
+		}
+		select {
+		case <-rec.done:
+			if err := submit(); err != nil {
+				return nil, err
+			}
+		case <-timer.C:
+			break loop
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	end, err := b.waitAll(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	// Until the last run ended (millisecond resolution), not until the
+	// waiting noticed.
+	secs := end.Sub(start).Seconds()
+	trips := b.wk.RoundTrips() - trips0
+	info1 := redisInfo(ctx, b.rdb)
+
+	sc := &Scenario{
+		Name: fmt.Sprintf("%s/%dw", shape, workers), Shape: shape, Workers: workers, InFlight: inflight,
+		Runs: len(ids), Executions: rec.execs.Load(), Seconds: secs,
+	}
+	sc.ExecPerSec = float64(sc.Executions) / secs
+	sc.RunsPerSec = float64(sc.Runs) / secs
+	h := rec.hops(w)
+	slices.Sort(h)
+	sc.Hops, sc.HopP50ms, sc.HopP99ms = len(h), percentile(h, 0.50), percentile(h, 0.99)
+	sc.TripsPer = div(float64(trips), float64(sc.Executions))
+	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(sc.Executions)) * 1e6
+	return sc, nil
+}
+
+// waitAll waits until every run completed and returns when the last one
+// ended; a run that ended otherwise is an error (a no-op workflow must
+// complete).
+func (b *Session) waitAll(ctx context.Context, runs []string) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var last time.Time
+	for _, id := range runs {
+		st, err := b.sub.Wait(ctx, id)
+		if err != nil {
+			return last, fmt.Errorf("bench: waiting for run %s: %w", id, err)
+		}
+		if st.State != wfrt.RunCompleted {
+			return last, fmt.Errorf("bench: run %s ended %s: %s", id, st.State, st.Error)
+		}
+		if st.Ended.After(last) {
+			last = st.Ended
+		}
+	}
+	return last, nil
+}
+
+// Baseline is the raw go-redis reference: it passes inflight tokens along
+// chains of ten streams with consumers readers, each handling a message like
+// a worker does (one goroutine per message, concurrency limited) with one
+// pipelined write per hop: XACK the message and XADD the token to the next
+// stream. It measures for the session's duration or, when hops > 0, until
+// that many hops were made.
+func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops int64) (*Baseline, error) {
+	prefix := b.prefix
+	const length = 10
+	tag := fmt.Sprintf("%s:{ref}:%d:%d:", prefix, consumers, inflight)
+	streams := make([]string, length)
+	for i := range streams {
+		streams[i] = tag + strconv.Itoa(i)
+		if err := b.rdb.XGroupCreateMkStream(ctx, streams[i], "g", "$").Err(); err != nil {
+			return nil, err
+		}
+	}
+	// Own clients, sized like the engine's: one for blocking reads, one
+	// for writes.
+	ro := *b.rdb.Options()
+	wr := redis.NewClient(&ro)
+	defer wr.Close()
+	bo := ro
+	bo.PoolSize = max(10, consumers+8)
+	blk := redis.NewClient(&bo)
+	defer blk.Close()
+	var trips atomic.Int64
+	wr.AddHook(countHook{&trips})
+	blk.AddHook(countHook{&trips})
+
+	var (
+		nhops   atomic.Int64
+		mu      sync.Mutex
+		lat     []float64
+		measure atomic.Bool
+	)
+	args := make([]string, 0, 2*length)
+	args = append(args, streams...)
+	for range streams {
+		args = append(args, ">")
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var handling sync.WaitGroup
+	enough := make(chan struct{})
+	for c := range consumers {
+		sem := make(chan struct{}, b.opts.Concurrency)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rctx.Err() == nil {
+				n := 0
+				sem <- struct{}{}
+				n++
+				for n < b.opts.Concurrency {
+					select {
+					case sem <- struct{}{}:
+						n++
+						continue
+					default:
+					}
+					break
+				}
+				res, err := blk.XReadGroup(rctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c" + strconv.Itoa(c), Streams: args, Count: int64(n), Block: time.Second}).Result()
+				if err != nil {
+					for range n {
+						<-sem
+					}
+					continue
+				}
+				recv := time.Now().UnixNano()
+				used := 0
+				for _, s := range res {
+					idx, _ := strconv.Atoi(strings.TrimPrefix(s.Stream, tag))
+					for _, m := range s.Messages {
+						// COUNT bounds each stream, not the reply: take a
+						// slot for every message beyond n.
+						if used++; used > n {
+							sem <- struct{}{}
+						}
+						handling.Add(1)
+						go func() {
+							defer handling.Done()
+							defer func() { <-sem }()
+							sent, _ := strconv.ParseInt(fmt.Sprint(m.Values["t"]), 10, 64)
+							if measure.Load() {
+								if nhops.Add(1) == hops {
+									close(enough)
+								}
+								if idx > 0 {
+									mu.Lock()
+									lat = append(lat, float64(recv-sent)/1e6)
+									mu.Unlock()
+								}
+							}
+							next := streams[(idx+1)%length]
+							pipe := wr.Pipeline()
+							pipe.XAck(ctx, s.Stream, "g", m.ID)
+							pipe.XAdd(ctx, &redis.XAddArgs{Stream: next, Values: []any{"t", time.Now().UnixNano()}})
+							pipe.Exec(ctx)
+						}()
+					}
+				}
+				for range n - min(used, n) {
+					<-sem
+				}
+			}
+		}()
+	}
+	for range inflight {
+		if err := wr.XAdd(ctx, &redis.XAddArgs{Stream: streams[0], Values: []any{"t", time.Now().UnixNano()}}).Err(); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	// Warm up for a fifth of the duration, then measure.
+	sleep(ctx, b.opts.Duration/5)
+	info0 := redisInfo(ctx, b.rdb)
+	trips0 := trips.Load()
+	measure.Store(true)
+	start := time.Now()
+	if hops > 0 {
+		select {
+		case <-enough:
+		case <-ctx.Done():
+		}
+	} else {
+		sleep(ctx, b.opts.Duration)
+	}
+	measure.Store(false)
+	secs := time.Since(start).Seconds()
+	info1 := redisInfo(ctx, b.rdb)
+	tripsN := trips.Load() - trips0
+	stop()
+	wg.Wait()
+	handling.Wait()
+	n := nhops.Load()
+	mu.Lock()
+	slices.Sort(lat)
+	bl := &Baseline{
+		Name: fmt.Sprintf("reference/%dc/%d", consumers, inflight), Consumers: consumers, InFlight: inflight,
+		Hops: n, Seconds: secs, HopsPerSec: float64(n) / secs,
+		HopP50ms: percentile(lat, 0.5), HopP99ms: percentile(lat, 0.99),
+		TripsPer: div(float64(tripsN), float64(n)),
+	}
+	mu.Unlock()
+	bl.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(n)) * 1e6
+	b.rdb.Del(context.WithoutCancel(ctx), streams...)
+	return bl, nil
+}
+
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+// Memory measures Redis memory per run of a shape: runs runs are submitted
+// with no worker (each holds its state and a queued token), then run to
+// completion; a completed run's keys are measured with MEMORY USAGE.
+func (b *Session) Memory(ctx context.Context, shape string, runs int) (*Memory, error) {
+	w, err := Workflow(shape)
+	if err != nil {
+		return nil, err
+	}
+	// Submit one run first so that the shared IR, graph and streams exist
+	// before the measurement.
+	first, err := b.sub.Submit(ctx, w, nil)
+	if err != nil {
+		return nil, err
+	}
+	used0 := usedMemory(ctx, b.rdb)
+	ids := []string{first}
+	for range runs {
+		id, err := b.sub.Submit(ctx, w, nil)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	used1 := usedMemory(ctx, b.rdb)
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wk := b.wk.NewWorker(wfrt.WorkerOptions{Concurrency: b.opts.Concurrency, ShutdownGrace: -1})
+	wg.Add(1)
+	go func() { defer wg.Done(); wk.Run(wctx) }()
+	_, err = b.waitAll(ctx, ids)
+	stop()
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, id := range ids[1:] {
+		for _, k := range b.sub.RunKeys(id) {
+			n, err := b.rdb.MemoryUsage(ctx, k, 0).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, err
+			}
+			total += n
+		}
+	}
+	return &Memory{
+		Shape: shape, Runs: runs,
+		InFlightBytes:  (used1 - used0) / int64(runs),
+		CompletedBytes: total / int64(runs),
+	}, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// redisInfo returns the fields of INFO (empty on servers without it).
+func redisInfo(ctx context.Context, rdb *redis.Client) map[string]string {
+	out := map[string]string{}
+	s, err := rdb.Info(ctx, "server", "cpu", "memory").Result()
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func cpuSeconds(info map[string]string) float64 {
+	u, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
+	s, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
+	return u + s
+}
+
+func usedMemory(ctx context.Context, rdb *redis.Client) int64 {
+	n, _ := strconv.ParseInt(redisInfo(ctx, rdb)["used_memory"], 10, 64)
+	return n
+}
+
+// cleanup deletes every key the benchmark wrote.
+func cleanup(ctx context.Context, rdb *redis.Client, prefix string) {
+	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
+}

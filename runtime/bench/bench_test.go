@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/wfc-lang/wfc/runtime/internal/redistest"
+)
+
+// server starts a redis-server of the test's own (a failure, not a skip,
+// when CI=true and the binary is missing).
+func server(tb testing.TB) string {
+	tb.Helper()
+	return redistest.Start(tb, redistest.Options{}).URL()
+}
+
+func open(tb testing.TB, url string, d time.Duration) *Session {
+	tb.Helper()
+	s, err := Open(context.Background(), Options{RedisURL: url, Duration: d})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// TestRun runs the whole benchmark briefly on a real Redis and checks that
+// every figure was measured and is consistent.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("benchmark smoke test")
+	}
+	url := server(t)
+	rep, err := Run(context.Background(), Options{
+		RedisURL: url, Duration: 300 * time.Millisecond, Workers: []int{1, 2}, InFlight: 4,
+		Baseline: true, MemoryRuns: 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Redis == "embedded" || rep.Redis == "" {
+		t.Errorf("redis version %q", rep.Redis)
+	}
+	// chain/latency, then each shape with 1 and 2 workers.
+	if len(rep.Scenarios) != 1+2*len(Shapes) {
+		t.Fatalf("%d scenarios: %+v", len(rep.Scenarios), rep.Scenarios)
+	}
+	perRun := map[string]int64{"chain": 10, "diamond": 4, "fanout": 102}
+	for _, s := range rep.Scenarios {
+		if s.Runs == 0 || s.Executions != int64(s.Runs)*perRun[s.Shape] {
+			t.Errorf("%s: %d executions for %d runs", s.Name, s.Executions, s.Runs)
+		}
+		// Every node but the entry has a hop.
+		if want := s.Runs * int(perRun[s.Shape]-1); s.Hops != want {
+			t.Errorf("%s: %d hops, want %d", s.Name, s.Hops, want)
+		}
+		if s.ExecPerSec <= 0 || s.HopP50ms <= 0 || s.HopP99ms < s.HopP50ms || s.TripsPer < 1 || s.RedisCPUus <= 0 {
+			t.Errorf("%s: implausible figures %+v", s.Name, s)
+		}
+	}
+	if len(rep.Baselines) != 3 { // 1 chain/1 consumer, 4/1, 4/2
+		t.Fatalf("%d baselines: %+v", len(rep.Baselines), rep.Baselines)
+	}
+	for _, b := range rep.Baselines {
+		// One read per batch and one pipelined write per hop.
+		if b.Hops == 0 || b.HopsPerSec <= 0 || b.HopP50ms <= 0 || b.TripsPer < 1 || b.TripsPer > 2.5 {
+			t.Errorf("%s: implausible figures %+v", b.Name, b)
+		}
+	}
+	if len(rep.Ratios) != len(rep.Scenarios) {
+		t.Errorf("%d ratios for %d scenarios", len(rep.Ratios), len(rep.Scenarios))
+	}
+	if len(rep.Memory) != len(Shapes) {
+		t.Fatalf("memory: %+v", rep.Memory)
+	}
+	for _, m := range rep.Memory {
+		if m.InFlightBytes <= 0 || m.CompletedBytes <= 0 {
+			t.Errorf("memory of %s: %+v", m.Shape, m)
+		}
+	}
+	// The fan-out keeps 102 outputs and states, the chain 10.
+	if rep.Memory[2].CompletedBytes <= rep.Memory[0].CompletedBytes {
+		t.Errorf("a completed fan-out run (%d B) should take more than a chain (%d B)", rep.Memory[2].CompletedBytes, rep.Memory[0].CompletedBytes)
+	}
+}
+
+// TestRunEmbedded runs a scenario and the reference on the embedded server.
+func TestRunEmbedded(t *testing.T) {
+	rep, err := Run(context.Background(), Options{Duration: 200 * time.Millisecond, Workers: []int{1}, InFlight: 2, Shapes: []string{"diamond"}, Baseline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Redis != "embedded" || len(rep.Notes) == 0 || len(rep.Memory) != 0 {
+		t.Errorf("embedded report: %+v", rep)
+	}
+	if len(rep.Scenarios) != 1 || rep.Scenarios[0].Executions != 4*int64(rep.Scenarios[0].Runs) || len(rep.Ratios) != 1 {
+		t.Errorf("embedded report: %+v", rep)
+	}
+}
+
+// The Go benchmarks: b.N runs of a shape (ns/op is per run), reporting node
+// executions per second, hop latency and round trips per execution.
+func BenchmarkRuntime(b *testing.B) {
+	url := os.Getenv("WFC_BENCH_REDIS")
+	if url == "" {
+		url = server(b)
+	}
+	s := open(b, url, time.Second)
+	for _, c := range []struct {
+		shape             string
+		workers, inflight int
+	}{
+		{"chain", 1, 1}, {"chain", 1, 32}, {"chain", 4, 32},
+		{"diamond", 1, 32}, {"diamond", 4, 32},
+		{"fanout", 1, 32}, {"fanout", 4, 32},
+	} {
+		b.Run(c.shape+"/"+itoa(c.workers)+"w/"+itoa(c.inflight), func(b *testing.B) {
+			sc, err := s.Scenario(context.Background(), c.shape, c.workers, c.inflight, max(b.N, c.inflight))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(sc.ExecPerSec, "exec/s")
+			b.ReportMetric(sc.HopP50ms, "hop-p50-ms")
+			b.ReportMetric(sc.HopP99ms, "hop-p99-ms")
+			b.ReportMetric(sc.TripsPer, "trips/exec")
+			b.ReportMetric(sc.RedisCPUus, "redis-µs/exec")
+		})
+	}
+}
+
+// BenchmarkReference is the raw go-redis reference: b.N hops.
+func BenchmarkReference(b *testing.B) {
+	url := os.Getenv("WFC_BENCH_REDIS")
+	if url == "" {
+		url = server(b)
+	}
+	s := open(b, url, time.Second)
+	for _, c := range []struct{ consumers, inflight int }{{1, 1}, {1, 32}, {4, 32}} {
+		b.Run(itoa(c.consumers)+"c/"+itoa(c.inflight), func(b *testing.B) {
+			bl, err := s.Baseline(context.Background(), c.consumers, c.inflight, int64(b.N))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(bl.HopsPerSec, "hops/s")
+			b.ReportMetric(bl.HopP50ms, "hop-p50-ms")
+			b.ReportMetric(bl.HopP99ms, "hop-p99-ms")
+			b.ReportMetric(bl.TripsPer, "trips/hop")
+			b.ReportMetric(bl.RedisCPUus, "redis-µs/hop")
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

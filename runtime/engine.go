@@ -17,9 +17,12 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// RedisURL is the Redis server, e.g. "redis://localhost:6379/0". Empty
-	// starts an embedded in-process server (miniredis) that keeps
-	// everything in memory: runs are lost when the process exits.
+	// RedisURL is the Redis server, e.g. "redis://localhost:6379/0", or a
+	// Redis Cluster: "redis+cluster://host:port,host:port" (seed nodes;
+	// rediss+cluster:// for TLS; go-redis cluster URL options may follow
+	// after "?"). Empty starts an embedded in-process server (miniredis)
+	// that keeps everything in memory: runs are lost when the process
+	// exits. On a cluster, Shards spreads the runs over the slots.
 	RedisURL string
 	// Shards is the number of shards runs are spread over (default 1).
 	// Every process of a deployment must use the same value.
@@ -48,6 +51,7 @@ type Engine struct {
 	st   *store
 	mini *miniredis.Miniredis
 	log  *slog.Logger
+	addr string
 
 	mu     sync.Mutex
 	plans  map[string]*plan // by IR hash
@@ -94,16 +98,15 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.mini = m
 		url = "redis://" + m.Addr()
 	}
-	ro, err := redis.ParseURL(url)
+	// The blocking pool holds the readers (one per shard and worker) and
+	// Wait calls.
+	cl, err := newClients(url, 2*opts.Shards+8)
 	if err != nil {
 		e.closeServer()
 		return nil, fmt.Errorf("runtime: bad Redis URL: %w", err)
 	}
-	ro.ConnMaxIdleTime = time.Minute
-	bo := *ro
-	bo.PoolSize = max(10, 2*opts.Shards+8) // readers (one per shard and worker) and Wait calls
-	bo.MinIdleConns = 0
-	rdb, blk := redis.NewClient(ro), redis.NewClient(&bo)
+	e.addr = cl.addr
+	rdb, blk := cl.rdb, cl.blk
 	st, err := newStore(rdb, blk, keyspace{prefix: opts.Prefix, shards: opts.Shards})
 	if err != nil {
 		rdb.Close()
@@ -125,7 +128,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		if !sleepCtx(cctx, b.next()) {
 			e.Close()
-			return nil, fmt.Errorf("runtime: cannot reach Redis at %s: %w", ro.Addr, err)
+			return nil, fmt.Errorf("runtime: cannot reach Redis at %s: %w", e.addr, err)
 		}
 	}
 	return e, nil
@@ -144,7 +147,8 @@ func (e *Engine) Embedded() bool { return e.mini != nil }
 
 // RedisAddr returns the address of the Redis server in use (for the
 // embedded server, the loopback address it listens on).
-func (e *Engine) RedisAddr() string { return e.st.rdb.Options().Addr }
+// For a cluster it is "cluster " and the seed nodes.
+func (e *Engine) RedisAddr() string { return e.addr }
 
 // Close stops the workers started with StartWorkers, closes the
 // connections and stops the embedded server.

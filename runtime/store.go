@@ -71,8 +71,8 @@ func ScriptSource(name string) (string, error) {
 // store is the runtime's access to Redis: one client for commands and
 // scripts, and one with its own pool for blocking reads.
 type store struct {
-	rdb     *redis.Client
-	blk     *redis.Client
+	rdb     redis.UniversalClient // a *redis.Client, or a *redis.ClusterClient
+	blk     redis.UniversalClient
 	ks      keyspace
 	scripts map[string]*redis.Script
 
@@ -81,7 +81,7 @@ type store struct {
 	graph map[string]bool  // graph keys known to be stored
 }
 
-func newStore(rdb, blk *redis.Client, ks keyspace) (*store, error) {
+func newStore(rdb, blk redis.UniversalClient, ks keyspace) (*store, error) {
 	sc, err := loadScripts()
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ type runtimeFlags struct {
 
 func addRuntimeFlags(fs *flags, env *Env) runtimeFlags {
 	return runtimeFlags{
-		redis:  fs.String("redis", env.Getenv("WFC_REDIS"), "Redis `URL`, e.g. redis://localhost:6379/0 (default $WFC_REDIS)"),
+		redis:  fs.String("redis", env.Getenv("WFC_REDIS"), "Redis `URL`: redis://host:6379/0, or a Redis Cluster as redis+cluster://host:port,host:port (default $WFC_REDIS)"),
 		shards: fs.Int("shards", 1, "number of shards runs are spread over; the same for every process"),
 	}
 }

@@ -152,6 +152,11 @@ func TestCluster(t *testing.T) {
 		runs = append(runs, st.RunID)
 	}
 
+	// Ended runs expire after the retention period (default 7 days).
+	for _, run := range runs {
+		checkExpiring(t, v.e, "cluster", run, DefaultRetention)
+	}
+
 	// The runs really live on more than one master, and on the master of
 	// their shard's slot.
 	masters := map[string]int{}

@@ -37,12 +37,28 @@ type Options struct {
 	// (defaults 10,000 and 1,000).
 	MaxHops   int
 	MaxFanout int
+	// Retention is how long a run's keys (meta, state, outputs, event log,
+	// ...) are kept once the run ends: when it completes, is cancelled, or
+	// fails and its compensations are done, every key of the run gets this
+	// expiry in the same script. 0 means DefaultRetention (7 days); a
+	// negative value keeps them forever. The value is stored with the run
+	// when it is submitted (WithRetention overrides it per run), so the
+	// workers and the process that ends the run need not agree on it. A
+	// partial retry (Retry) removes the expiry until the run ends again.
+	Retention time.Duration
 	// ConnectTimeout bounds how long Open waits for Redis (default 5 s).
 	ConnectTimeout time.Duration
 	// Logger receives the engine's and its workers' logs (default
 	// slog.Default()).
 	Logger *slog.Logger
 }
+
+// DefaultRetention is how long the keys of an ended run are kept when
+// Options.Retention is 0.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// KeepForever as a retention keeps an ended run's keys forever.
+const KeepForever time.Duration = -1
 
 // An Engine runs workflows on Redis: it submits runs, reports their
 // status and events, cancels and retries them, and starts workers.
@@ -81,6 +97,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.MaxFanout <= 0 {
 		opts.MaxFanout = 1_000
+	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = 5 * time.Second
@@ -253,7 +272,17 @@ func (e *Engine) plan(w *ir.Workflow) (*plan, error) {
 // A SubmitOption changes how Submit starts a run.
 type SubmitOption func(*submitConfig)
 
-type submitConfig struct{ runID string }
+type submitConfig struct {
+	runID     string
+	retention time.Duration
+	setRet    bool
+}
+
+// WithRetention sets how long this run's keys are kept once it ends,
+// instead of Options.Retention; 0 or negative keeps them forever.
+func WithRetention(d time.Duration) SubmitOption {
+	return func(c *submitConfig) { c.retention, c.setRet = d, true }
+}
 
 // WithRunID gives the run an id chosen by the caller (1 to 128 of
 // [A-Za-z0-9_.-]). Submitting the same workflow again with the same id
@@ -305,6 +334,14 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		e.groups[stream] = true
 		e.mu.Unlock()
 	}
+	ret := e.opts.Retention
+	if c.setRet {
+		ret = c.retention
+	}
+	var retMS int64
+	if ret > 0 {
+		retMS = max(ret.Milliseconds(), 1)
+	}
 	maxHops, maxFan := p.w.Settings.MaxHops, p.w.Settings.MaxFanout
 	if maxHops <= 0 {
 		maxHops = e.opts.MaxHops
@@ -324,9 +361,11 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		DeadlineAt int64       `json:"deadline_at"`
 		MaxHops    int         `json:"max_hops"`
 		MaxFanout  int         `json:"max_fanout"`
+		Retention  int64       `json:"retention"`
 	}{
 		base: e.st.base(ref, nil), IR: p.hash, Graph: p.suffix, Workflow: p.w.Name, Inputs: string(in),
 		Entries: p.entries, DeadlineMS: p.w.Settings.DeadlineMS, MaxHops: maxHops, MaxFanout: maxFan,
+		Retention: retMS,
 	}
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS

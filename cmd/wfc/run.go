@@ -343,7 +343,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		qs = strings.Split(*queues, ",")
 	}
 	fmt.Fprintf(env.Stderr, "wfc worker: serving %s (concurrency %d)\n", eng.RedisAddr(), *conc)
-	eng.StartWorkers(ctx, 1, runtime.WorkerOptions{Queues: qs, Concurrency: *conc, AllowExec: *allowExec})
+	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, AllowExec: *allowExec})
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()

@@ -18,9 +18,12 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// RedisURL is the Redis server, e.g. "redis://localhost:6379/0". Empty
-	// starts an embedded in-process server (miniredis) that keeps
-	// everything in memory: runs are lost when the process exits.
+	// RedisURL is the Redis server, e.g. "redis://localhost:6379/0", or a
+	// Redis Cluster: "redis+cluster://host:port,host:port" (seed nodes;
+	// rediss+cluster:// for TLS; go-redis cluster URL options may follow
+	// after "?"). Empty starts an embedded in-process server (miniredis)
+	// that keeps everything in memory: runs are lost when the process
+	// exits. On a cluster, Shards spreads the runs over the slots.
 	RedisURL string
 	// Shards is the number of shards runs are spread over (default 1).
 	// Every process of a deployment must use the same value.
@@ -35,12 +38,28 @@ type Options struct {
 	// (defaults 10,000 and 1,000).
 	MaxHops   int
 	MaxFanout int
+	// Retention is how long a run's keys (meta, state, outputs, event log,
+	// ...) are kept once the run ends: when it completes, is cancelled, or
+	// fails and its compensations are done, every key of the run gets this
+	// expiry in the same script. 0 means DefaultRetention (7 days); a
+	// negative value keeps them forever. The value is stored with the run
+	// when it is submitted (WithRetention overrides it per run), so the
+	// workers and the process that ends the run need not agree on it. A
+	// partial retry (Retry) removes the expiry until the run ends again.
+	Retention time.Duration
 	// ConnectTimeout bounds how long Open waits for Redis (default 5 s).
 	ConnectTimeout time.Duration
 	// Logger receives the engine's and its workers' logs (default
 	// slog.Default()).
 	Logger *slog.Logger
 }
+
+// DefaultRetention is how long the keys of an ended run are kept when
+// Options.Retention is 0.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// KeepForever as a retention keeps an ended run's keys forever.
+const KeepForever time.Duration = -1
 
 // An Engine runs workflows on Redis: it submits runs, reports their
 // status and events, cancels and retries them, and starts workers.
@@ -49,6 +68,7 @@ type Engine struct {
 	st   *store
 	mini *miniredis.Miniredis
 	log  *slog.Logger
+	addr string
 
 	mu     sync.Mutex
 	plans  map[string]*plan // by IR hash
@@ -116,6 +136,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.MaxFanout <= 0 {
 		opts.MaxFanout = 1_000
 	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = 5 * time.Second
 	}
@@ -132,16 +155,15 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		e.mini = m
 		url = "redis://" + m.Addr()
 	}
-	ro, err := redis.ParseURL(url)
+	// The blocking pool holds the readers (one per shard and worker) and
+	// Wait calls.
+	cl, err := newClients(url, 2*opts.Shards+8)
 	if err != nil {
 		e.closeServer()
 		return nil, fmt.Errorf("runtime: bad Redis URL: %w", err)
 	}
-	ro.ConnMaxIdleTime = time.Minute
-	bo := *ro
-	bo.PoolSize = max(10, 2*opts.Shards+8) // readers (one per shard and worker) and Wait calls
-	bo.MinIdleConns = 0
-	rdb, blk := redis.NewClient(ro), redis.NewClient(&bo)
+	e.addr = cl.addr
+	rdb, blk := cl.rdb, cl.blk
 	rdb.AddHook(&e.trips)
 	blk.AddHook(&e.trips)
 	st, err := newStore(rdb, blk, keyspace{prefix: opts.Prefix, shards: opts.Shards})
@@ -165,7 +187,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		if !sleepCtx(cctx, b.next()) {
 			e.Close()
-			return nil, fmt.Errorf("runtime: cannot reach Redis at %s: %w", ro.Addr, err)
+			return nil, fmt.Errorf("runtime: cannot reach Redis at %s: %w", e.addr, err)
 		}
 	}
 	return e, nil
@@ -184,7 +206,8 @@ func (e *Engine) Embedded() bool { return e.mini != nil }
 
 // RedisAddr returns the address of the Redis server in use (for the
 // embedded server, the loopback address it listens on).
-func (e *Engine) RedisAddr() string { return e.st.rdb.Options().Addr }
+// For a cluster it is "cluster " and the seed nodes.
+func (e *Engine) RedisAddr() string { return e.addr }
 
 // Close stops the workers started with StartWorkers, closes the
 // connections and stops the embedded server.
@@ -289,7 +312,17 @@ func (e *Engine) plan(w *ir.Workflow) (*plan, error) {
 // A SubmitOption changes how Submit starts a run.
 type SubmitOption func(*submitConfig)
 
-type submitConfig struct{ runID string }
+type submitConfig struct {
+	runID     string
+	retention time.Duration
+	setRet    bool
+}
+
+// WithRetention sets how long this run's keys are kept once it ends,
+// instead of Options.Retention; 0 or negative keeps them forever.
+func WithRetention(d time.Duration) SubmitOption {
+	return func(c *submitConfig) { c.retention, c.setRet = d, true }
+}
 
 // WithRunID gives the run an id chosen by the caller (1 to 128 of
 // [A-Za-z0-9_.-]). Submitting the same workflow again with the same id
@@ -341,6 +374,14 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		e.groups[stream] = true
 		e.mu.Unlock()
 	}
+	ret := e.opts.Retention
+	if c.setRet {
+		ret = c.retention
+	}
+	var retMS int64
+	if ret > 0 {
+		retMS = max(ret.Milliseconds(), 1)
+	}
 	maxHops, maxFan := p.w.Settings.MaxHops, p.w.Settings.MaxFanout
 	if maxHops <= 0 {
 		maxHops = e.opts.MaxHops
@@ -360,9 +401,11 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		DeadlineAt int64       `json:"deadline_at"`
 		MaxHops    int         `json:"max_hops"`
 		MaxFanout  int         `json:"max_fanout"`
+		Retention  int64       `json:"retention"`
 	}{
 		base: e.st.base(ref, nil), IR: p.hash, Graph: p.suffix, Workflow: p.w.Name, Inputs: string(in),
 		Entries: p.entries, DeadlineMS: p.w.Settings.DeadlineMS, MaxHops: maxHops, MaxFanout: maxFan,
+		Retention: retMS,
 	}
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 		shared.srv.Kill()
 		os.RemoveAll(shared.dir)
 	}
+	stopSharedCluster()
 	if testworkerOnce.path != "" {
 		os.RemoveAll(filepath.Dir(testworkerOnce.path))
 	}

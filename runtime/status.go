@@ -53,6 +53,10 @@ type Status struct {
 	Compensation string    `json:"compensation,omitempty"`
 	Created      time.Time `json:"created"`
 	Ended        time.Time `json:"ended,omitzero"`
+	// Expires is when the run's keys expire (its retention period after it
+	// ended); zero while it runs or when they are kept forever. After that
+	// the run is unknown.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Done reports whether the run is terminal and no compensation is running.
@@ -113,6 +117,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	pipe := s.rdb.Pipeline()
 	stc := pipe.HGetAll(ctx, s.ks.state(run))
 	ctc := pipe.HGetAll(ctx, s.ks.ctx(run))
+	ttl := pipe.PTTL(ctx, s.ks.meta(run))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
@@ -120,6 +125,9 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		RunID: run, Workflow: m.Workflow, IR: m.IR, State: m.Status, Gen: m.Gen, Counter: m.Counter,
 		Nodes: map[string]*NodeStatus{}, Error: m.Error, FailedNode: m.FailedNode, Compensation: m.Comp,
 		Created: msTime(m.Created), Ended: msTime(m.Ended),
+	}
+	if d := ttl.Val(); d > 0 {
+		st.Expires = time.Now().Add(d).UTC().Truncate(time.Millisecond)
 	}
 	if m.Inputs != "" {
 		st.Inputs = json.RawMessage(m.Inputs)

@@ -71,8 +71,8 @@ func ScriptSource(name string) (string, error) {
 // store is the runtime's access to Redis: one client for commands and
 // scripts, and one with its own pool for blocking reads.
 type store struct {
-	rdb     *redis.Client
-	blk     *redis.Client
+	rdb     redis.UniversalClient // a *redis.Client, or a *redis.ClusterClient
+	blk     redis.UniversalClient
 	ks      keyspace
 	scripts map[string]*redis.Script
 
@@ -81,7 +81,7 @@ type store struct {
 	graph map[string]bool  // graph keys known to be stored
 }
 
-func newStore(rdb, blk *redis.Client, ks keyspace) (*store, error) {
+func newStore(rdb, blk redis.UniversalClient, ks keyspace) (*store, error) {
 	sc, err := loadScripts()
 	if err != nil {
 		return nil, err
@@ -131,8 +131,14 @@ func (s *store) base(r runRef, msg *msgRef) base {
 	return base{Run: r.id, Now: strconv.FormatInt(nowMS(), 10), Group: Group, Queues: r.queues, Msg: msg}
 }
 
-// ErrUnknownRun is returned for a run id that names no run.
+// ErrUnknownRun is returned for a run id that names no run: it was never
+// submitted (with this prefix and shard count), or it ended more than its
+// retention period ago and its keys expired.
 var ErrUnknownRun = errors.New("unknown run")
+
+func unknownRun(run string) error {
+	return fmt.Errorf("%w %s (no such run: never submitted here, or it ended more than its retention period ago and its keys expired)", ErrUnknownRun, run)
+}
 
 // call runs a run script and returns its status reply ("ok", "dup",
 // "inactive", "stale", ...). Error replies of the scripts ("ERR wfc: ...")
@@ -146,7 +152,7 @@ func (s *store) call(ctx context.Context, name string, r runRef, args any) (stri
 	if err != nil {
 		if msg, ok := strings.CutPrefix(err.Error(), "ERR wfc: "); ok {
 			if strings.HasPrefix(msg, "unknown run ") {
-				return "", fmt.Errorf("%w %s", ErrUnknownRun, r.id)
+				return "", unknownRun(r.id)
 			}
 			return "", errors.New(msg)
 		}
@@ -234,6 +240,7 @@ type runMeta struct {
 	DeadlineMS int64
 	MaxHops    int
 	MaxFanout  int
+	Retention  int64 // ms; 0 keeps the run's keys forever
 }
 
 func (m *runMeta) ref() runRef { return runRef{id: m.ID, graph: m.Graph, queues: m.Queues} }
@@ -244,7 +251,7 @@ func (s *store) meta(ctx context.Context, run string) (*runMeta, error) {
 		return nil, err
 	}
 	if len(h) == 0 || h["status"] == "" {
-		return nil, fmt.Errorf("%w %s", ErrUnknownRun, run)
+		return nil, unknownRun(run)
 	}
 	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
 	m := &runMeta{
@@ -252,6 +259,7 @@ func (s *store) meta(ctx context.Context, run string) (*runMeta, error) {
 		Workflow: h["workflow"], Inputs: h["inputs"], Result: h["result"], Error: h["error"],
 		FailedNode: h["failed_node"], Comp: h["comp"], Created: i("created"), Ended: i("ended"),
 		DeadlineMS: i("deadline_ms"), MaxHops: int(i("max_hops")), MaxFanout: int(i("max_fanout")),
+		Retention: i("retention"),
 	}
 	if h["queues"] != "" {
 		m.Queues = strings.Split(h["queues"], ",")

@@ -168,6 +168,12 @@ var errAbandon = errors.New("worker stopping")
 // NewWorker returns a worker on the engine's Redis. Start it with Run.
 func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	opts.defaults()
+	// Each shard has a reader that holds its slots while it blocks: share
+	// them, so that an idle shard's reader cannot starve the others (on a
+	// cluster, shards > 1 is the rule). Concurrency should be >= Shards.
+	if s := e.st.ks.shards; s > 1 {
+		opts.Batch = max(1, min(opts.Batch, opts.Concurrency/s))
+	}
 	return &Worker{
 		st: e.st, ks: e.st.ks, opts: opts,
 		log: opts.Logger.With("consumer", opts.Consumer),

@@ -44,25 +44,40 @@ Exit codes: 0 the run completed, 1 it failed or was cancelled (or the
 workflow has errors), 2 bad command line, 3 a bug in wfc.`
 
 type runtimeFlags struct {
-	redis  *string
-	shards *int
+	redis     *string
+	shards    *int
+	retention *time.Duration // nil for commands that start no run
 }
 
 func addRuntimeFlags(fs *flags, env *Env) runtimeFlags {
 	return runtimeFlags{
-		redis:  fs.String("redis", env.Getenv("WFC_REDIS"), "Redis `URL`, e.g. redis://localhost:6379/0 (default $WFC_REDIS)"),
+		redis:  fs.String("redis", env.Getenv("WFC_REDIS"), "Redis `URL`: redis://host:6379/0, or a Redis Cluster as redis+cluster://host:port,host:port (default $WFC_REDIS)"),
 		shards: fs.Int("shards", 1, "number of shards runs are spread over; the same for every process"),
 	}
 }
 
+// addRetention adds --retention to a command that starts runs.
+func (r *runtimeFlags) addRetention(fs *flags) {
+	r.retention = fs.Duration("retention", runtime.DefaultRetention,
+		"keep a run's keys (status, outputs, events) this `long` after it ends, then let them expire; 0 keeps them forever")
+}
+
 func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level) (*runtime.Engine, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))
-	return runtime.Open(ctx, runtime.Options{RedisURL: *r.redis, Shards: *r.shards, Logger: log})
+	o := runtime.Options{RedisURL: *r.redis, Shards: *r.shards, Logger: log}
+	if r.retention != nil {
+		o.Retention = *r.retention
+		if o.Retention <= 0 {
+			o.Retention = runtime.KeepForever
+		}
+	}
+	return runtime.Open(ctx, o)
 }
 
 func runRun(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("run", "wfc run [flags] FILE", runDoc)
 	rf := addRuntimeFlags(fs, env)
+	rf.addRetention(fs)
 	var inputs listFlag
 	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
@@ -328,7 +343,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		qs = strings.Split(*queues, ",")
 	}
 	fmt.Fprintf(env.Stderr, "wfc worker: serving %s (concurrency %d)\n", eng.RedisAddr(), *conc)
-	eng.StartWorkers(ctx, 1, runtime.WorkerOptions{Queues: qs, Concurrency: *conc, AllowExec: *allowExec})
+	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, AllowExec: *allowExec})
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()
@@ -343,6 +358,7 @@ run'.`
 func runSubmit(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("submit", "wfc submit --redis URL [flags] FILE", submitDoc)
 	rf := addRuntimeFlags(fs, env)
+	rf.addRetention(fs)
 	var inputs listFlag
 	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
@@ -446,6 +462,9 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 	}
 	if len(st.Result) > 0 {
 		fmt.Fprintf(w, "result: %s\n", st.Result)
+	}
+	if !st.Expires.IsZero() {
+		fmt.Fprintf(w, "expires: %s (the run's keys are deleted then; it becomes unknown)\n", st.Expires.Format(time.RFC3339))
 	}
 }
 

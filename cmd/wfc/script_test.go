@@ -7,12 +7,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/wfc-lang/wfc/lang"
@@ -58,13 +61,17 @@ func TestScripts(t *testing.T) {
 			switch cond {
 			case "root":
 				return os.Geteuid() == 0, nil
+			case "rediscluster":
+				return haveRedisCluster()
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitcode,
-			"json":     cmdJSON,
-			"genwf":    cmdGenwf,
+			"exitcode":      cmdExitcode,
+			"json":          cmdJSON,
+			"genwf":         cmdGenwf,
+			"redis-cluster": cmdRedisCluster,
+			"stdoutenv":     cmdStdoutEnv,
 		},
 	})
 }
@@ -225,4 +232,102 @@ func genSize(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	return base + n, err
+}
+
+// stdoutenv NAME sets $NAME to the first line of the last command's
+// standard output (a run id printed by wfc submit).
+func cmdStdoutEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stdoutenv NAME")
+	}
+	line, _, _ := strings.Cut(ts.ReadFile("stdout"), "\n")
+	ts.Setenv(args[0], strings.TrimSpace(line))
+}
+
+// haveRedisCluster is condition [rediscluster]: redis-server and
+// redis-cli are installed. When they are not and CI=true it is an error, so
+// that CI never skips the Redis Cluster script.
+func haveRedisCluster() (bool, error) {
+	for _, bin := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if os.Getenv("CI") == "true" {
+				return false, fmt.Errorf("%s is not on PATH and CI=true", bin)
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// redis-cluster starts a Redis Cluster of three masters (redis-server on
+// free loopback ports, joined with redis-cli --cluster create) for the rest
+// of the script and sets $REDIS_CLUSTER to its redis+cluster:// URL. Guard
+// it with [!rediscluster] skip.
+func cmdRedisCluster(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: redis-cluster")
+	}
+	if ok, err := haveRedisCluster(); !ok {
+		ts.Fatalf("cannot start a Redis Cluster: %v", err)
+	}
+	var addrs []string
+	for i := 0; i < 3; i++ {
+		dir := ts.MkAbs(fmt.Sprintf("redis-node%d", i))
+		ts.Check(os.MkdirAll(dir, 0o755))
+		var started bool
+		for try := 0; try < 20 && !started; try++ {
+			port := 15000 + rand.IntN(15000)
+			if !portFree(port) || !portFree(port+10000) {
+				continue
+			}
+			cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+				"--dir", dir, "--save", "", "--appendonly", "no", "--protected-mode", "no",
+				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+				"--logfile", filepath.Join(dir, "redis.log"))
+			ts.Check(cmd.Start())
+			ts.Defer(func() { cmd.Process.Kill(); cmd.Wait() })
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			for w := 0; w < 100; w++ {
+				if out, err := exec.Command("redis-cli", "-p", strconv.Itoa(port), "ping").Output(); err == nil && strings.TrimSpace(string(out)) == "PONG" {
+					started = true
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if started {
+				addrs = append(addrs, addr)
+			}
+		}
+		if !started {
+			ts.Fatalf("could not start cluster node %d", i)
+		}
+	}
+	cargs := append([]string{"--cluster", "create"}, addrs...)
+	cargs = append(cargs, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", cargs...).CombinedOutput(); err != nil {
+		ts.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range addrs {
+		_, port, _ := strings.Cut(a, ":")
+		for w := 0; ; w++ {
+			out, _ := exec.Command("redis-cli", "-p", port, "cluster", "info").Output()
+			if strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if w > 300 {
+				ts.Fatalf("cluster node %s not ok", a)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	ts.Setenv("REDIS_CLUSTER", "redis+cluster://"+strings.Join(addrs, ","))
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }

@@ -12,4 +12,5 @@ redis.call('HSET', META, 'status', 'cancelled', 'ended', NOW, 'error', A.reason)
 local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
 redis.call('ZREM', qtimers(info.ctl), deadline_member())
 event('run.cancelled', 0, 'reason', A.reason)
+endrun()
 return 'ok'

@@ -24,6 +24,7 @@ if A.idx > 0 then
 else
   redis.call('HSET', META, 'comp', 'done')
   event('comp.done', 0)
+  endrun()
 end
 ack()
 return 'ok'

@@ -19,6 +19,7 @@ else
   local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
   redis.call('ZREM', qtimers(info.ctl), deadline_member())
   event('run.completed', -1, 'result', A.result)
+  endrun()
 end
 ack()
 return 'ok'

@@ -15,11 +15,32 @@ local META, APPLIED, STATE, CTX, JOINS, EVENTS, GRAPH, ITEMS, COMP =
 local A = cjson.decode(ARGV[1])
 local RUN, NOW, GROUP = A.run, A.now, A.group
 local GEN = 0
+-- RET: the run's retention in ms (meta field retention, set by start);
+-- 0 keeps its keys forever.
+local RET = 0
 
 local QI = {}
 for i, q in ipairs(A.queues) do QI[q] = i end
 local function qstream(q) local i = QI[q]; if i then return KEYS[8 + 2 * i] end end
 local function qtimers(q) local i = QI[q]; if i then return KEYS[9 + 2 * i] end end
+
+-- The keys of the run itself (not the shared graph and queues).
+local RUNKEYS = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8], KEYS[9]}
+
+-- endrun: the run has ended (completed, cancelled, or failed with its
+-- compensations done): every key of the run expires after its retention,
+-- in the same script as the transition that ends it. Later writes to the
+-- run (events of a late script) keep the expiry.
+local function endrun()
+  if RET > 0 then
+    for _, k in ipairs(RUNKEYS) do redis.call('PEXPIRE', k, RET) end
+  end
+end
+
+-- keeprun: the run runs again (partial retry): its keys no longer expire.
+local function keeprun()
+  for _, k in ipairs(RUNKEYS) do redis.call('PERSIST', k) end
+end
 
 local function fail(msg) return redis.error_reply('ERR wfc: ' .. msg) end
 
@@ -223,8 +244,11 @@ local function failrun(err, x)
   event('run.failed', 0, 'error', err, 'x', x or '')
   local n = redis.call('LLEN', COMP)
   if n > 0 then
+    -- The run ends when its compensations are done (compdone).
     redis.call('HSET', META, 'comp', 'running')
     compdispatch(n - 1)
+  else
+    endrun()
   end
 end
 
@@ -245,15 +269,17 @@ local function settle()
     redis.call('HSET', META, 'status', 'completed', 'ended', NOW)
     redis.call('ZREM', qtimers(info.ctl), deadline_member())
     event('run.completed', 0)
+    endrun()
   end
   return 0
 end
 
 -- header reads the run's status and generation; nil if the run is unknown.
 local function header()
-  local m = redis.call('HMGET', META, 'status', 'gen')
+  local m = redis.call('HMGET', META, 'status', 'gen', 'retention')
   if not m[1] then return nil end
   GEN = tonumber(m[2])
+  RET = tonumber(m[3] or '0') or 0
   return m[1]
 end
 

@@ -28,6 +28,7 @@ table.sort(again, function(a, b) return a[1] < b[1] end)
 GEN = GEN + 1
 redis.call('HSET', META, 'status', 'running', 'gen', GEN, 'counter', 0, 'comp', '')
 redis.call('HDEL', META, 'failed_node', 'ended', 'error', 'result')
+keeprun()
 event('run.retried', 0, 'gen', GEN, 'counter', 0)
 for _, a in ipairs(again) do
   local x, n, vec = a[1], a[2], a[3]

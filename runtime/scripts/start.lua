@@ -1,6 +1,7 @@
 -- start: creates a run and queues its entry nodes.
 -- A: ir, graph, workflow, inputs (JSON text), entries [[node, vec]],
---    deadline_ms, deadline_at (ms), max_hops, max_fanout.
+--    deadline_ms, deadline_at (ms), max_hops, max_fanout, retention (ms the
+--    run's keys are kept once it ends; 0 forever).
 if redis.call('EXISTS', META) == 1 then return 'exists' end
 local info = redis.call('HGET', GRAPH, '_')
 if not info then return fail('graph ' .. GRAPH .. ' is not stored') end
@@ -14,7 +15,9 @@ end
 
 redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', A.ir, 'graph', A.graph,
   'queues', table.concat(A.queues, ','), 'workflow', A.workflow, 'inputs', A.inputs, 'created', NOW,
-  'deadline_ms', tostring(A.deadline_ms), 'max_hops', tostring(A.max_hops), 'max_fanout', tostring(A.max_fanout))
+  'deadline_ms', tostring(A.deadline_ms), 'max_hops', tostring(A.max_hops), 'max_fanout', tostring(A.max_fanout),
+  'retention', tostring(A.retention or 0))
+RET = tonumber(A.retention or 0) or 0
 event('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
 for _, e in ipairs(A.entries) do dispatch(e[1], e[2], 1) end
 if A.deadline_ms > 0 then

@@ -10,6 +10,7 @@ package redistest
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -25,6 +26,10 @@ type Options struct {
 	// AOF turns on appendonly with appendfsync always, so that a restart
 	// after SIGKILL keeps every acknowledged write.
 	AOF bool
+	// Cluster starts the server with cluster-enabled yes (a node of a
+	// Cluster; see StartCluster). Its port and port+10000 (the cluster bus)
+	// are both free.
+	Cluster bool
 }
 
 // A Server is one redis-server process.
@@ -80,7 +85,12 @@ func New(dir string, opts Options) (*Server, error) {
 	s := &Server{Dir: dir, opts: opts}
 	var err error
 	for try := 0; try < 5; try++ {
-		if s.Port, err = freePort(); err != nil {
+		if s.opts.Cluster {
+			s.Port, err = freeClusterPort()
+		} else {
+			s.Port, err = freePort()
+		}
+		if err != nil {
 			continue
 		}
 		if err = s.start(); err == nil {
@@ -105,11 +115,35 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// freeClusterPort returns a free port p whose cluster bus port p+10000 is
+// free too, below the usual ephemeral range so that p+10000 exists.
+func freeClusterPort() (int, error) {
+	for try := 0; try < 200; try++ {
+		p := 15000 + rand.IntN(15000)
+		a, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port pair for a cluster node")
+}
+
 func (s *Server) start() error {
 	args := []string{
 		"--port", fmt.Sprint(s.Port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--daemonize", "no", "--protected-mode", "no",
 		"--logfile", filepath.Join(s.Dir, "redis.log"),
+	}
+	if s.opts.Cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"),
+			"--cluster-node-timeout", "5000")
 	}
 	if s.opts.AOF {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")

@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The URL schemes of a Redis Cluster: redis+cluster://[user:pass@]host:port[,host:port...][?options]
+// (rediss+cluster:// for TLS). The hosts are seed nodes; the client
+// discovers the others and follows the slot map. Options are go-redis's
+// cluster URL options (dial_timeout=3s, ...).
+const (
+	clusterScheme    = "redis+cluster"
+	clusterSchemeTLS = "rediss+cluster"
+)
+
+// IsClusterURL reports whether a Redis URL names a Redis Cluster
+// (redis+cluster:// or rediss+cluster://).
+func IsClusterURL(u string) bool {
+	return strings.HasPrefix(u, clusterScheme+"://") || strings.HasPrefix(u, clusterSchemeTLS+"://")
+}
+
+// clients are the two clients of a store: one for commands and scripts, one
+// with its own pool for blocking reads (XREADGROUP, XREAD BLOCK).
+type clients struct {
+	rdb, blk redis.UniversalClient
+	addr     string // for messages: host:port, or "cluster a,b,c"
+	cluster  bool
+}
+
+// newClients connects to a single Redis (redis://, rediss://, unix://) or
+// a Redis Cluster (redis+cluster://). blockers is the number of
+// connections the blocking-read pool must hold per server.
+func newClients(rawURL string, blockers int) (*clients, error) {
+	if IsClusterURL(rawURL) {
+		co, err := parseClusterURL(rawURL)
+		if err != nil {
+			return nil, err
+		}
+		if co.ConnMaxIdleTime == 0 {
+			co.ConnMaxIdleTime = time.Minute
+		}
+		bo := *co
+		// A cluster client has a pool per node; each blocking read goes to
+		// the master of its shard's slot.
+		bo.PoolSize = max(10, blockers)
+		bo.MinIdleConns = 0
+		return &clients{
+			rdb: redis.NewClusterClient(co), blk: redis.NewClusterClient(&bo),
+			addr: "cluster " + strings.Join(co.Addrs, ","), cluster: true,
+		}, nil
+	}
+	ro, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	ro.ConnMaxIdleTime = time.Minute
+	bo := *ro
+	bo.PoolSize = max(10, blockers)
+	bo.MinIdleConns = 0
+	return &clients{rdb: redis.NewClient(ro), blk: redis.NewClient(&bo), addr: ro.Addr}, nil
+}
+
+// parseClusterURL turns redis+cluster://[userinfo@]h1:p1,h2:p2[/][?query]
+// into go-redis cluster options.
+func parseClusterURL(raw string) (*redis.ClusterOptions, error) {
+	scheme, rest, _ := strings.Cut(raw, "://")
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	path, query, _ := strings.Cut(tail, "?")
+	if path != "" && path != "/" && path != "/0" {
+		return nil, fmt.Errorf("%s: a Redis Cluster has only database 0 (got path %q)", raw, path)
+	}
+	userinfo, hosts := "", authority
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		userinfo, hosts = authority[:i+1], authority[i+1:]
+	}
+	var addrs []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			addrs = append(addrs, h)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%s: no cluster node given (want %s://host:port[,host:port...])", raw, clusterScheme)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", raw, err)
+	}
+	for _, a := range addrs[1:] {
+		q.Add("addr", a)
+	}
+	base := "redis"
+	if scheme == clusterSchemeTLS {
+		base = "rediss"
+	}
+	u := base + "://" + userinfo + addrs[0]
+	if enc := q.Encode(); enc != "" {
+		u += "?" + enc
+	}
+	return redis.ParseClusterURL(u)
+}

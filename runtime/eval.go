@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ type celCache struct {
 	err  error
 	mu   sync.Mutex
 	prg  map[string]cel.Program
+	refs map[string][]string // names an expression refers to
 	vars []string
 }
 
@@ -51,7 +53,7 @@ func newCELCache(p *plan) *celCache {
 		}
 	}
 	sort.Strings(vars)
-	return &celCache{prg: map[string]cel.Program{}, vars: vars}
+	return &celCache{prg: map[string]cel.Program{}, refs: map[string][]string{}, vars: vars}
 }
 
 func (c *celCache) program(src string) (cel.Program, error) {
@@ -88,7 +90,24 @@ func (c *celCache) program(src string) (cel.Program, error) {
 		return nil, err
 	}
 	c.prg[src] = p
+	var names []string
+	for _, r := range ast.NativeRep().ReferenceMap() {
+		if r.Name != "" && !slices.Contains(names, r.Name) {
+			names = append(names, r.Name)
+		}
+	}
+	c.refs[src] = names
 	return p, nil
+}
+
+// names returns the variables an expression refers to.
+func (c *celCache) names(src string) ([]string, error) {
+	if _, err := c.program(src); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refs[src], nil
 }
 
 // An evalError is an expression that failed to evaluate: it fails the node
@@ -416,15 +435,18 @@ func inputsType(w *ir.Workflow) *ir.Type {
 // activation builds the variables of an evaluation from the run's inputs
 // and the outputs present: each node id is bound to {"output": value} when
 // the node has an output and to {} otherwise, so has(x.output) is false.
-func (p *plan) activation(inputs string, outputs map[string]string) (vars, error) {
+func (p *plan) activation(inputs string, ids []string, outputs map[string]string) (vars, error) {
 	act := vars{}
 	in, err := jsonToCEL([]byte(inputs), inputsType(p.w))
 	if err != nil {
 		return nil, fmt.Errorf("run inputs: %w", err)
 	}
 	act["input"] = in
-	for i := range p.w.Nodes {
-		n := &p.w.Nodes[i]
+	for _, id := range ids {
+		n := p.nodes[id]
+		if n == nil {
+			continue
+		}
 		if raw, ok := outputs[n.ID]; ok {
 			v, err := jsonToCEL([]byte(raw), outputType(n))
 			if err != nil {

@@ -49,6 +49,8 @@ type job struct {
 	// poison is the delivery count of a message delivered more than
 	// MaxDeliveries times: its execution fails instead of running again.
 	poison int
+	// pre is what the worker read for the message with its batch, or nil.
+	pre *prefetched
 }
 
 // poisonErr is the failure of an execution whose message was delivered too
@@ -57,15 +59,21 @@ func (j *job) poisonErr() error {
 	return handlers.Permanentf("gave up after %d deliveries: the workers handling it died or lost it every time", j.poison)
 }
 
-func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison int) error {
+func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison int, pre *prefetched) error {
 	var tok Token
 	tok.Item = -1
 	if err := json.Unmarshal([]byte(raw), &tok); err != nil || tok.Run == "" {
 		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", raw)
 		return w.st.rdb.XAck(ctx, stream, Group, id).Err()
 	}
-	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream, poison: poison}
-	m, err := w.st.meta(ctx, tok.Run)
+	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream, poison: poison, pre: pre}
+	var m *runMeta
+	var err error
+	if pre != nil {
+		m, err = parseMeta(tok.Run, pre.meta)
+	} else {
+		m, err = w.st.meta(ctx, tok.Run)
+	}
 	if errors.Is(err, ErrUnknownRun) {
 		w.log.Warn("wfc worker: dropping a token of an unknown run", "run", tok.Run, "id", id)
 		return j.ack()
@@ -200,7 +208,7 @@ func (j *job) activation(ids []string) (vars, error) {
 	if err != nil {
 		return nil, redisErr{err}
 	}
-	act, err := j.p.activation(j.m.Inputs, outs)
+	act, err := j.p.activation(j.m.Inputs, ids, outs)
 	if err != nil {
 		return nil, &evalError{what: "activation", err: err}
 	}
@@ -212,9 +220,15 @@ func (j *job) activation(ids []string) (vars, error) {
 type redisErr struct{ error }
 
 func (j *job) exec() error {
-	st, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x).Result()
-	if err != nil && err != redis.Nil {
-		return err
+	var st string
+	if j.pre != nil && j.pre.state != nil {
+		st = *j.pre.state
+	} else {
+		var err error
+		st, err = j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x).Result()
+		if err != nil && err != redis.Nil {
+			return err
+		}
 	}
 	if st != NodeQueued && st != NodeRetrying {
 		j.w.dups.Add(1)
@@ -227,7 +241,7 @@ func (j *job) exec() error {
 		return j.abort(fmt.Sprintf("max_hops %d exceeded: %s would run at hop %d", max, j.x, j.tok.Hop), j.x)
 	}
 	n := j.n
-	act, err := j.activation(j.p.ancestors(n.ID))
+	act, err := j.activation(j.p.reads(n.ID))
 	if err != nil {
 		return j.evalFailed(err, -1)
 	}
@@ -511,7 +525,7 @@ func (j *job) item() error {
 		return j.failNode(j.poisonErr(), k)
 	}
 	n := j.n
-	act, err := j.activation(j.p.ancestors(n.ID))
+	act, err := j.activation(j.p.reads(n.ID))
 	if err != nil {
 		return j.evalFailed(err, k)
 	}
@@ -584,7 +598,7 @@ func (j *job) collect() error {
 		}
 	}
 	b.WriteByte(']')
-	act, err := j.activation(j.p.ancestors(j.n.ID))
+	act, err := j.activation(j.p.reads(j.n.ID))
 	if err != nil {
 		return j.evalFailed(err, -1)
 	}
@@ -623,7 +637,7 @@ func (j *job) compensate() error {
 		}
 		own = "null"
 	}
-	act, err := j.activation(j.p.ancestors(n.ID))
+	act, err := j.activation(j.p.reads(n.ID))
 	if err != nil {
 		var re redisErr
 		if errors.As(err, &re) {
@@ -695,8 +709,11 @@ func (j *job) finish() error {
 	return j.script("finish", a)
 }
 
-// ancestors returns the nodes whose outputs a node's expressions may read.
-func (p *plan) ancestors(id string) []string {
+// reads returns the nodes whose outputs a node's expressions (when,
+// with, for_each, loop, branch, compensate) refer to: only those are read
+// from Redis and bound. If an expression does not compile here, every
+// ancestor is bound, and evaluating it reports the error.
+func (p *plan) reads(id string) []string {
 	p.ancMu.Lock()
 	defer p.ancMu.Unlock()
 	if a, ok := p.anc[id]; ok {
@@ -705,13 +722,66 @@ func (p *plan) ancestors(id string) []string {
 	if p.anc == nil {
 		p.anc = map[string][]string{}
 	}
-	set := ir.Ancestors(p.w, id)
-	list := make([]string, 0, len(set))
+	set := map[string]bool{}
+	all := false
+	for _, src := range nodeExprs(p.nodes[id]) {
+		names, err := p.cel.names(src)
+		if err != nil {
+			all = true
+			break
+		}
+		for _, name := range names {
+			set[name] = true
+		}
+	}
+	if all {
+		set = ir.Ancestors(p.w, id)
+	}
+	list := []string{}
 	for _, n := range p.w.Order {
-		if set[n] {
+		if set[n] && n != id {
 			list = append(list, n)
 		}
 	}
 	p.anc[id] = list
 	return list
+}
+
+// nodeExprs returns the CEL sources of a node's expressions.
+func nodeExprs(n *ir.Node) []string {
+	if n == nil {
+		return nil
+	}
+	var out []string
+	add := func(e *ir.Expr) {
+		if e != nil {
+			out = append(out, e.CEL)
+		}
+	}
+	params := func(ps []ir.Param) {
+		for i := range ps {
+			v := &ps[i].Value
+			add(v.Expr)
+			for j := range v.Template {
+				add(v.Template[j].Expr)
+			}
+		}
+	}
+	add(n.When)
+	params(n.With)
+	if n.ForEach != nil {
+		add(&n.ForEach.Items)
+	}
+	if n.Loop != nil {
+		add(&n.Loop.While)
+	}
+	if n.Branch != nil {
+		for i := range n.Branch.Rules {
+			add(&n.Branch.Rules[i].When)
+		}
+	}
+	if n.Compensate != nil {
+		params(n.Compensate.With)
+	}
+	return out
 }

@@ -250,6 +250,11 @@ func (s *store) meta(ctx context.Context, run string) (*runMeta, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseMeta(run, h)
+}
+
+// parseMeta decodes a run's meta hash.
+func parseMeta(run string, h map[string]string) (*runMeta, error) {
 	if len(h) == 0 || h["status"] == "" {
 		return nil, unknownRun(run)
 	}

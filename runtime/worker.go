@@ -333,6 +333,7 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 			continue
 		}
 		backoff.reset()
+		pre := w.prefetch(ctx, res)
 		used := 0
 		for _, s := range res {
 			q := w.queueOf(s.Stream)
@@ -343,11 +344,68 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 				if used++; used > n {
 					w.sem <- struct{}{}
 				}
-				w.dispatch(hctx, shard, q, m)
+				w.dispatchN(hctx, shard, q, m, 0, pre[m.ID])
 			}
 		}
 		w.releaseSlots(n - min(used, n))
 	}
+}
+
+// prefetched is what a worker reads for a message before handling it.
+type prefetched struct {
+	meta  map[string]string // the run's meta hash
+	state *string           // exec tokens: the execution's state ("" if none)
+}
+
+// prefetch reads, in one pipelined round trip for a whole batch, what
+// handling each message reads first: its run's meta and, for an exec
+// token, the execution's state. A message it could not read for (not a
+// token, or the pipeline failed) gets nothing and is read for on its own.
+func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*prefetched {
+	out := map[string]*prefetched{}
+	pipe := w.st.rdb.Pipeline()
+	metas := map[string]*redis.MapStringStringCmd{}
+	states := map[string]*redis.StringCmd{}
+	var tok Token
+	for _, s := range res {
+		for _, m := range s.Messages {
+			raw, _ := m.Values["t"].(string)
+			tok = Token{}
+			if json.Unmarshal([]byte(raw), &tok) != nil || !validRunID(tok.Run) {
+				continue
+			}
+			if metas[tok.Run] == nil {
+				metas[tok.Run] = pipe.HGetAll(ctx, w.ks.meta(tok.Run))
+			}
+			if tok.Kind == "exec" && tok.Node != "" {
+				states[m.ID] = pipe.HGet(ctx, w.ks.state(tok.Run), execKey(tok.Node, tok.Iter))
+			}
+			out[m.ID] = &prefetched{}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil
+	}
+	for _, s := range res {
+		for _, m := range s.Messages {
+			p := out[m.ID]
+			if p == nil {
+				continue
+			}
+			raw, _ := m.Values["t"].(string)
+			tok = Token{}
+			json.Unmarshal([]byte(raw), &tok)
+			p.meta = metas[tok.Run].Val()
+			if c := states[m.ID]; c != nil {
+				v := c.Val() // "" when the field does not exist
+				p.state = &v
+			}
+		}
+	}
+	return out
 }
 
 func isTimeout(err error) bool {
@@ -399,7 +457,7 @@ func (w *Worker) claim(ctx, hctx context.Context, shard, n int, cursors map[stri
 			if deliveries <= w.opts.MaxDeliveries {
 				deliveries = 0
 			}
-			w.dispatchN(hctx, shard, q, m, deliveries)
+			w.dispatchN(hctx, shard, q, m, deliveries, nil)
 		}
 	}
 	return used
@@ -446,26 +504,22 @@ func (w *Worker) timerLoop(ctx context.Context) {
 	}
 }
 
-// dispatch handles one message in its own goroutine; the caller holds a
-// slot for it, which the goroutine releases.
-func (w *Worker) dispatch(hctx context.Context, shard int, q string, m redis.XMessage) {
-	w.dispatchN(hctx, shard, q, m, 0)
-}
-
-// dispatchN is dispatch for a message delivered too often (poison > 0:
-// its delivery count), whose execution is failed instead of run.
-func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XMessage, poison int) {
+// dispatchN handles one message in its own goroutine; the caller holds a
+// slot for it, which the goroutine releases. poison > 0 is the delivery
+// count of a message delivered too often, whose execution is failed
+// instead of run; pre holds what prefetch read for it, if anything.
+func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XMessage, poison int, pre *prefetched) {
 	w.handling.Add(1)
 	w.inflight.Store(m.ID, true)
 	go func() {
 		defer w.handling.Done()
 		defer w.releaseSlots(1)
 		defer w.inflight.Delete(m.ID)
-		w.handle(hctx, shard, q, m, poison)
+		w.handle(hctx, shard, q, m, poison, pre)
 	}()
 }
 
-func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMessage, poison int) {
+func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMessage, poison int, pre *prefetched) {
 	stream := w.ks.stream(shard, q)
 	raw, _ := m.Values["t"].(string)
 	if w.opts.redeliver > 1 {
@@ -493,7 +547,7 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if e := w.process(mctx, stream, q, m.ID, raw, poison); e != nil {
+				if e := w.process(mctx, stream, q, m.ID, raw, poison, pre); e != nil {
 					mu.Lock()
 					err = e
 					mu.Unlock()
@@ -502,7 +556,7 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 		}
 		wg.Wait()
 	} else {
-		err = w.process(mctx, stream, q, m.ID, raw, poison)
+		err = w.process(mctx, stream, q, m.ID, raw, poison, pre)
 	}
 	close(hbDone)
 	hbWG.Wait()

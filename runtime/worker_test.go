@@ -214,3 +214,28 @@ func TestFollow(t *testing.T) {
 		}
 	})
 }
+
+// A worker serving several queues with one slot: XREADGROUP's COUNT bounds
+// each stream, so one read can bring a message of every queue. The worker
+// must handle them all (it used to give back more slots than it held and
+// hang).
+func TestSeveralQueuesOneSlot(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: map[string]string{"special": "gpu"}})
+		v.reg.RegisterFunc("special", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			return json.RawMessage(`{}`), nil
+		})
+		// Two entries, one per queue: every run puts a token in both at once.
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "special"), task("c", "noop", after("a", "b"))}})
+		var runs []string
+		for range 10 {
+			runs = append(runs, v.submit(w, nil))
+		}
+		v.worker(func(o *WorkerOptions) { o.Queues = []string{ControlQueue, "gpu"}; o.Concurrency = 1 })
+		for _, run := range runs {
+			if st := v.wait(run); st.State != RunCompleted {
+				t.Fatalf("run %s: %s %s", run, st.State, st.Error)
+			}
+		}
+	})
+}

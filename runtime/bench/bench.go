@@ -188,6 +188,9 @@ type Session struct {
 // Open starts a session.
 func Open(ctx context.Context, opts Options) (*Session, error) {
 	opts.defaults()
+	if wfrt.IsClusterURL(opts.RedisURL) {
+		return nil, errors.New("bench: give one Redis server, not a cluster: the reference and the Redis CPU and memory figures are per server")
+	}
 	s := &Session{opts: opts, prefix: fmt.Sprintf("wfbench%06d", rand.IntN(1_000_000))}
 	var err error
 	s.sub, err = wfrt.Open(ctx, wfrt.Options{RedisURL: opts.RedisURL, Prefix: s.prefix, Logger: opts.Logger})
@@ -432,39 +435,62 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	if want > 0 {
 		deadline = start.Add(24 * time.Hour)
 	}
-	var ids []string
-	submit := func() error {
-		if want > 0 && len(ids) >= want {
-			return nil
+	// Submitting goroutines start a run each time one's last node ran, so
+	// that submission (one script each) never holds the workers back.
+	var (
+		mu     sync.Mutex
+		ids    []string
+		subErr error
+	)
+	submit := func() bool {
+		mu.Lock()
+		if subErr != nil || want > 0 && len(ids) >= want || time.Now().After(deadline) {
+			mu.Unlock()
+			return false
 		}
+		ids = append(ids, "")
+		i := len(ids) - 1
+		mu.Unlock()
 		id, err := b.sub.Submit(ctx, w, nil)
-		if err == nil {
-			ids = append(ids, id)
+		mu.Lock()
+		defer mu.Unlock()
+		ids[i] = id
+		if err != nil && subErr == nil {
+			subErr = err
 		}
-		return err
+		return err == nil
 	}
 	for range inflight {
-		if err := submit(); err != nil {
-			return nil, err
-		}
-	}
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-loop:
-	for {
-		if want > 0 && len(ids) >= want {
+		if !submit() {
 			break
 		}
-		select {
-		case <-rec.done:
-			if err := submit(); err != nil {
-				return nil, err
+	}
+	sctx, stopSubmit := context.WithCancel(ctx)
+	var subs sync.WaitGroup
+	for range min(inflight, 8) {
+		subs.Add(1)
+		go func() {
+			defer subs.Done()
+			for {
+				select {
+				case <-rec.done:
+					if !submit() {
+						stopSubmit()
+						return
+					}
+				case <-sctx.Done():
+					return
+				}
 			}
-		case <-timer.C:
-			break loop
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		}()
+	}
+	subs.Wait()
+	stopSubmit()
+	if subErr != nil {
+		return nil, subErr
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	end, err := b.waitAll(ctx, ids)
 	if err != nil {

@@ -24,13 +24,15 @@ if A.loop and (A.mode ~= 'ok' or not g.back) then return fail('node ' .. A.node 
 local x = xkey(A.node, A.iter)
 if st ~= 'running' then ack(); return 'inactive' end
 if A.gen < GEN then ack(); return 'stale' end
-local op = 'c:' .. x .. ':' .. tostring(GEN)
-if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
+-- The execution's state is the guard: a completion applies only to a queued,
+-- running or retrying execution of the current generation, and sets a
+-- terminal state, so a second delivery of the same completion is a dup.
+-- (A partial retry requeues executions under a new generation; completions
+-- of the old one are stale above.)
 local cur = redis.call('HGET', STATE, x)
 if not cur or terminal(cur) then ack(); return 'dup' end
 
 -- Writes.
-redis.call('SADD', APPLIED, op)
 local consumed = -1
 if A.item >= 0 then
   -- An item failed the for_each node: the items still in flight (queued,
@@ -68,5 +70,7 @@ else
   drain()
 end
 ack()
-settle()
+-- The counter held this execution's unit, so with a zero delta it is still
+-- positive and the run goes on: no need to touch it.
+if DC ~= 0 then settle() end
 return 'ok'

@@ -60,9 +60,10 @@ func (j *job) poisonErr() error {
 }
 
 func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison int, pre *prefetched) error {
-	var tok Token
-	tok.Item = -1
-	if err := json.Unmarshal([]byte(raw), &tok); err != nil || tok.Run == "" {
+	tok := Token{Item: -1}
+	if pre != nil {
+		tok = pre.tok
+	} else if err := json.Unmarshal([]byte(raw), &tok); err != nil || tok.Run == "" {
 		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", raw)
 		return w.st.rdb.XAck(ctx, stream, Group, id).Err()
 	}

@@ -353,6 +353,7 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 
 // prefetched is what a worker reads for a message before handling it.
 type prefetched struct {
+	tok   Token             // the message's token, decoded once
 	meta  map[string]string // the run's meta hash
 	state *string           // exec tokens: the execution's state ("" if none)
 }
@@ -366,11 +367,10 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	pipe := w.st.rdb.Pipeline()
 	metas := map[string]*redis.MapStringStringCmd{}
 	states := map[string]*redis.StringCmd{}
-	var tok Token
 	for _, s := range res {
 		for _, m := range s.Messages {
 			raw, _ := m.Values["t"].(string)
-			tok = Token{}
+			tok := Token{Item: -1}
 			if json.Unmarshal([]byte(raw), &tok) != nil || !validRunID(tok.Run) {
 				continue
 			}
@@ -380,7 +380,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 			if tok.Kind == "exec" && tok.Node != "" {
 				states[m.ID] = pipe.HGet(ctx, w.ks.state(tok.Run), execKey(tok.Node, tok.Iter))
 			}
-			out[m.ID] = &prefetched{}
+			out[m.ID] = &prefetched{tok: tok}
 		}
 	}
 	if len(out) == 0 {
@@ -395,10 +395,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 			if p == nil {
 				continue
 			}
-			raw, _ := m.Values["t"].(string)
-			tok = Token{}
-			json.Unmarshal([]byte(raw), &tok)
-			p.meta = metas[tok.Run].Val()
+			p.meta = metas[p.tok.Run].Val()
 			if c := states[m.ID]; c != nil {
 				v := c.Val() // "" when the field does not exist
 				p.state = &v
@@ -530,7 +527,11 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 		}
 	}
 	var tok Token
-	json.Unmarshal([]byte(raw), &tok)
+	if pre != nil {
+		tok = pre.tok
+	} else {
+		json.Unmarshal([]byte(raw), &tok)
+	}
 	// mctx ends early when the run ends under the handler (cancelled,
 	// failed elsewhere, deadline): nothing it does could be applied.
 	mctx, mcancel := context.WithCancelCause(hctx)

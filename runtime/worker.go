@@ -134,7 +134,7 @@ type Worker struct {
 	log  *slog.Logger
 
 	sem      chan struct{}
-	inflight sync.Map // message id -> true
+	inflight sync.Map // "stream id" -> true
 	handling sync.WaitGroup
 	dupSeen  sync.Map
 
@@ -344,7 +344,7 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 				if used++; used > n {
 					w.sem <- struct{}{}
 				}
-				w.dispatchN(hctx, shard, q, m, 0, pre[m.ID])
+				w.dispatchN(hctx, shard, q, m, 0, pre[s.Stream+" "+m.ID])
 			}
 		}
 		w.releaseSlots(n - min(used, n))
@@ -359,7 +359,7 @@ type prefetched struct {
 }
 
 // prefetch reads, in one pipelined round trip for a whole batch, what
-// handling each message reads first: its run's meta and, for an exec
+// handling each message reads first (by "stream id"): its run's meta and, for an exec
 // token, the execution's state. A message it could not read for (not a
 // token, or the pipeline failed) gets nothing and is read for on its own.
 func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*prefetched {
@@ -367,6 +367,8 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	pipe := w.st.rdb.Pipeline()
 	metas := map[string]*redis.MapStringStringCmd{}
 	states := map[string]*redis.StringCmd{}
+	// Message ids are unique per stream only: two queues may hold the same.
+	key := func(s redis.XStream, m redis.XMessage) string { return s.Stream + " " + m.ID }
 	for _, s := range res {
 		for _, m := range s.Messages {
 			raw, _ := m.Values["t"].(string)
@@ -378,9 +380,9 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 				metas[tok.Run] = pipe.HGetAll(ctx, w.ks.meta(tok.Run))
 			}
 			if tok.Kind == "exec" && tok.Node != "" {
-				states[m.ID] = pipe.HGet(ctx, w.ks.state(tok.Run), execKey(tok.Node, tok.Iter))
+				states[key(s, m)] = pipe.HGet(ctx, w.ks.state(tok.Run), execKey(tok.Node, tok.Iter))
 			}
-			out[m.ID] = &prefetched{tok: tok}
+			out[key(s, m)] = &prefetched{tok: tok}
 		}
 	}
 	if len(out) == 0 {
@@ -391,12 +393,12 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	}
 	for _, s := range res {
 		for _, m := range s.Messages {
-			p := out[m.ID]
+			p := out[key(s, m)]
 			if p == nil {
 				continue
 			}
 			p.meta = metas[p.tok.Run].Val()
-			if c := states[m.ID]; c != nil {
+			if c := states[key(s, m)]; c != nil {
 				v := c.Val() // "" when the field does not exist
 				p.state = &v
 			}
@@ -441,7 +443,7 @@ func (w *Worker) claim(ctx, hctx context.Context, shard, n int, cursors map[stri
 		}
 		cursors[stream] = next
 		for _, m := range msgs {
-			if _, busy := w.inflight.Load(m.ID); busy || m.Values == nil {
+			if _, busy := w.inflight.Load(stream + " " + m.ID); busy || m.Values == nil {
 				continue
 			}
 			used++
@@ -506,12 +508,14 @@ func (w *Worker) timerLoop(ctx context.Context) {
 // count of a message delivered too often, whose execution is failed
 // instead of run; pre holds what prefetch read for it, if anything.
 func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XMessage, poison int, pre *prefetched) {
+	// Message ids are unique per stream only.
+	key := w.ks.stream(shard, q) + " " + m.ID
 	w.handling.Add(1)
-	w.inflight.Store(m.ID, true)
+	w.inflight.Store(key, true)
 	go func() {
 		defer w.handling.Done()
 		defer w.releaseSlots(1)
-		defer w.inflight.Delete(m.ID)
+		defer w.inflight.Delete(key)
 		w.handle(hctx, shard, q, m, poison, pre)
 	}()
 }

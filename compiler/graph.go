@@ -428,6 +428,12 @@ func (s *state) checkLoopBodies() {
 // skeleton is the graph part of the IR, enough for ir.Analyze.
 func (s *state) skeleton() *ir.Workflow {
 	w := &ir.Workflow{IRVersion: ir.Version, Name: s.name}
+	if len(s.nodes) > 0 { // (nil, not empty, when there are none)
+		w.Nodes = make([]ir.Node, 0, len(s.nodes))
+	}
+	if len(s.edges) > 0 {
+		w.Edges = make([]ir.Edge, 0, len(s.edges))
+	}
 	for _, n := range s.nodes {
 		in := ir.Node{ID: n.id, Type: n.kind, Join: n.join}
 		if n.when != nil {

@@ -34,6 +34,7 @@ func (s *state) prune() {
 			} else if isTrue(n.when) {
 				s.errorf(diag.ConstCondition, n.when.Range, "`when` is always true")
 				in.When = nil
+				s.irFresh = false
 			}
 		}
 		if n.branch != nil && in.Branch != nil {
@@ -80,17 +81,18 @@ func (s *state) prune() {
 		delete(dead, s.nodes[i].id)
 		if in := &w.Nodes[idx[s.nodes[i].id]]; in.When == nil {
 			in.When = &ir.Expr{CEL: "false", Type: &ir.Type{Kind: ir.KindBool}}
+			s.irFresh = false
 		}
 	}
 	if len(removedEdge) > 0 || len(dead) > 0 {
 		w.Edges = filterEdges(w.Edges, removedEdge)
 		removeNodes(w, dead)
-		if ir.Analyze(w) != nil {
+		if s.irFresh = ir.Analyze(w) == nil; !s.irFresh {
 			return
 		}
 	}
 	if s.reduce(w) {
-		ir.Analyze(w)
+		s.irFresh = ir.Analyze(w) == nil
 	}
 }
 
@@ -235,6 +237,7 @@ func (s *state) pruneBranch(n *node, in *ir.Node, isFalse, isTrue func(*ast.Expr
 		// targets (if any), which is what plain after edges do. An IR
 		// branch needs a rule, so the branch goes.
 		in.Branch = nil
+		s.irFresh = false
 		for i := range s.ir.Edges {
 			if e := &s.ir.Edges[i]; e.From == n.id && e.Kind == ir.EdgeDefault {
 				e.Kind = ir.EdgeAfter
@@ -377,6 +380,7 @@ func (s *state) goals() {
 		}
 	}
 	removeNodes(w, dead)
+	s.irFresh = false
 	// Outputs that read removed nodes cannot be computed.
 	outs := w.Outputs[:0]
 	keptOut := map[int]bool{}

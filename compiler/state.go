@@ -63,6 +63,7 @@ type state struct {
 	curOutput    int                     // index of the workflow output being checked
 
 	ir       *ir.Workflow
+	irFresh  bool // ir.Analyze ran on ir after every change to what it reads (nodes, edges, when, branch)
 	required []string
 }
 

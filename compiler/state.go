@@ -263,6 +263,29 @@ func (b bits) or(o bits) {
 
 func (b bits) clear(i int) { b[i/64] &^= 1 << (uint(i) % 64) }
 
+// each calls f with every index set in b, in increasing order.
+func (b bits) each(f func(int)) {
+	for k, w := range b {
+		for w != 0 {
+			f(k*64 + mathbits.TrailingZeros64(w))
+			w &= w - 1
+		}
+	}
+}
+
+// span returns the indexes of b's first and last non-zero words; lo > hi
+// if b is empty.
+func (b bits) span() (lo, hi int) {
+	lo, hi = len(b), -1
+	for k, w := range b {
+		if w != 0 {
+			lo = min(lo, k)
+			hi = k
+		}
+	}
+	return lo, hi
+}
+
 // firstAnd returns the lowest index set in both b and o, or -1.
 func (b bits) firstAnd(o bits) int {
 	for i := range b {

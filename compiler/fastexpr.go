@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
@@ -24,8 +23,32 @@ import (
 // fastExprs switches the fast paths; tests turn it off to compare.
 var fastExprs = true
 
-// chainRE matches a plain selector chain: `input.id`, `fetch.output.items`.
-var chainRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
+// chainEnd returns the end of the selector chain that text starts with
+// (ident, then one or more .ident; an ident is [A-Za-z_][A-Za-z0-9_]*), or
+// 0 if it does not start with one. (A regexp cost more than the check.)
+func chainEnd(text string) int {
+	i, dots := 0, 0
+	for {
+		if i >= len(text) || !(text[i] == '_' || 'a' <= text[i]|0x20 && text[i]|0x20 <= 'z') {
+			return 0 // an ident must start here
+		}
+		for i < len(text) && (text[i] == '_' || 'a' <= text[i]|0x20 && text[i]|0x20 <= 'z' || '0' <= text[i] && text[i] <= '9') {
+			i++
+		}
+		if i < len(text) && text[i] == '.' {
+			i, dots = i+1, dots+1
+			continue
+		}
+		if dots == 0 {
+			return 0
+		}
+		return i
+	}
+}
+
+// isChain reports whether text is a plain selector chain: `input.id`,
+// `fetch.output.items`.
+func isChain(text string) bool { return chainEnd(text) == len(text) && len(text) > 0 }
 
 // celReserved are CEL's reserved words; a chain using one goes to cel-go,
 // which reports it.
@@ -40,7 +63,7 @@ var celReserved = map[string]bool{
 // its parts, or ok=false if cel-go is needed: a reserved word, an unknown
 // name or field, a selection on something other than an object or map.
 func (s *state) chainTypes(sc *scope, text string) (parts []string, ts []*types.Type, ok bool) {
-	if len(text) > 256 || !chainRE.MatchString(text) {
+	if len(text) > 256 || !isChain(text) {
 		return nil, nil, false
 	}
 	parts = strings.Split(text, ".")
@@ -131,10 +154,46 @@ func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bo
 	return t, true
 }
 
-// binaryRE matches `chain OP int`: `fetch.output.v + 1`,
-// `output.status != 200`. Spaces only: a line break or comment would need
-// cel-go's position mapping.
-var binaryRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)( *)(==|!=|<=|>=|<|>|\+|-|\*)( *)(0|[1-9][0-9]{0,17})$`)
+// splitBinary splits `chain OP int` (`fetch.output.v + 1`,
+// `output.status != 200`) into the offsets of its chain's end, its
+// operator and its literal; ok=false for anything else. Spaces only around
+// the operator: a line break or comment would need cel-go's position
+// mapping. The literal is decimal, at most 18 digits (so it fits an int)
+// and without a leading zero.
+func splitBinary(text string) (chain, opStart, opEnd, lit int, ok bool) {
+	chain = chainEnd(text)
+	if chain == 0 {
+		return 0, 0, 0, 0, false
+	}
+	i := chain
+	for i < len(text) && text[i] == ' ' {
+		i++
+	}
+	opStart = i
+	switch {
+	case i+1 < len(text) && text[i+1] == '=' && (text[i] == '=' || text[i] == '!' || text[i] == '<' || text[i] == '>'):
+		i += 2
+	case i < len(text) && (text[i] == '<' || text[i] == '>' || text[i] == '+' || text[i] == '-' || text[i] == '*'):
+		i++
+	default:
+		return 0, 0, 0, 0, false
+	}
+	opEnd = i
+	for i < len(text) && text[i] == ' ' {
+		i++
+	}
+	lit = i
+	digits := text[lit:]
+	if len(digits) == 0 || len(digits) > 18 || len(digits) > 1 && digits[0] == '0' {
+		return 0, 0, 0, 0, false
+	}
+	for k := 0; k < len(digits); k++ {
+		if digits[k] < '0' || digits[k] > '9' {
+			return 0, 0, 0, 0, false
+		}
+	}
+	return chain, opStart, opEnd, lit, true
+}
 
 // checkBinary type-checks `chain OP int` without cel-go when the chain is
 // an int: CEL's int overloads of + - * give an int, the comparisons a
@@ -145,15 +204,15 @@ func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, b
 	if !fastExprs || len(e.Text) > 256 {
 		return nil, false
 	}
-	m := binaryRE.FindStringSubmatchIndex(e.Text)
-	if m == nil {
+	chain, opStart, opEnd, lit, ok := splitBinary(e.Text)
+	if !ok {
 		return nil, false
 	}
-	parts, ts, ok := s.chainTypes(sc, e.Text[m[2]:m[3]])
+	parts, ts, ok := s.chainTypes(sc, e.Text[:chain])
 	if !ok || ts[len(ts)-1].Kind() != types.IntKind {
 		return nil, false
 	}
-	op := e.Text[m[6]:m[7]]
+	op := e.Text[opStart:opEnd]
 	out := types.BoolType
 	switch op {
 	case "+", "-", "*":
@@ -168,8 +227,8 @@ func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, b
 		dot += 1 + len(parts[i])
 	}
 	subs = append(subs,
-		SubExpr{Range: at(m[6], m[7]), Type: typeName(out)},
-		SubExpr{Range: at(m[10], m[11]), Type: typeName(types.IntType)})
+		SubExpr{Range: at(opStart, opEnd), Type: typeName(out)},
+		SubExpr{Range: at(lit, len(e.Text)), Type: typeName(types.IntType)})
 	// References and reads in the order collect visits the CEL tree:
 	// outermost select first.
 	root := parts[0]

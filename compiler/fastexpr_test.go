@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -114,7 +116,7 @@ func describeResult(t *testing.T, r *Result) string {
 	var exprs []string
 	for e, in := range r.Info.Exprs {
 		line := fmt.Sprintf("expr %d-%d %q: %s", e.Start, e.End, e.Text, in.Type.String())
-		if !chainRE.MatchString(e.Text) {
+		if !isChain(e.Text) {
 			subs := slices.Clone(in.Subexprs)
 			slices.SortFunc(subs, func(x, y SubExpr) int {
 				return cmp.Or(cmp.Compare(x.Range.Start, y.Range.Start), cmp.Compare(x.Range.End, y.Range.End), strings.Compare(x.Type, y.Type))
@@ -129,4 +131,46 @@ func describeResult(t *testing.T, r *Result) string {
 		return cmp.Or(cmp.Compare(x.Range.Start, y.Range.Start), cmp.Compare(x.Kind, y.Kind))
 	})
 	return b.String() + "\n" + strings.Join(exprs, "\n") + "\n" + fmt.Sprint(refs)
+}
+
+// TestSplitMatchesRegexp checks the hand-written scanners against the
+// regular expressions they replace, on random strings over an alphabet
+// that makes near misses likely.
+func TestSplitMatchesRegexp(t *testing.T) {
+	chainRE := regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
+	binaryRE := regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)( *)(==|!=|<=|>=|<|>|\+|-|\*)( *)(0|[1-9][0-9]{0,17})$`)
+	const alphabet = "aZ_09.. =!<>+-*/\t@[`{"
+	r := rand.New(rand.NewPCG(1, 2))
+	matched := 0
+	for range 300000 {
+		b := make([]byte, r.IntN(12))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		if r.IntN(3) == 0 {
+			b = append([]byte("a.b"), b...)
+		}
+		if r.IntN(4) == 0 {
+			b = append(b, []byte(" + 1234567890123456789"[:r.IntN(23)])...)
+		}
+		text := string(b)
+		if got, want := isChain(text), chainRE.MatchString(text); got != want {
+			t.Fatalf("isChain(%q) = %v, regexp says %v", text, got, want)
+		}
+		chain, opStart, opEnd, lit, ok := splitBinary(text)
+		m := binaryRE.FindStringSubmatchIndex(text)
+		if ok != (m != nil) {
+			t.Fatalf("splitBinary(%q) ok = %v, regexp says %v", text, ok, m != nil)
+		}
+		if ok {
+			matched++
+		}
+		if ok && (chain != m[3] || opStart != m[6] || opEnd != m[7] || lit != m[10]) {
+			t.Fatalf("splitBinary(%q) = %d %d %d %d, regexp says %v", text, chain, opStart, opEnd, lit, m)
+		}
+	}
+	if matched < 1000 {
+		t.Errorf("only %d random strings were binary expressions: the test hardly tests", matched)
+	}
+	t.Logf("%d binary expressions", matched)
 }

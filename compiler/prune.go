@@ -281,12 +281,22 @@ func (s *state) reduce(w *ir.Workflow) bool {
 			in[idx[e.To]] = append(in[idx[e.To]], e)
 		}
 	}
+	joins := false
+	for c := range w.Nodes {
+		joins = joins || w.Nodes[c].Join == ir.JoinAll && len(in[c]) >= 2
+	}
+	if !joins {
+		return false // nothing to reduce: skip the O(nodes²) reach sets
+	}
 	for k := len(w.Order) - 1; k >= 0; k-- {
 		a := idx[w.Order[k]]
-		b := newBits(n)
+		var b bits // nil (empty) while a has no strong successor
 		for _, e := range out[a] {
 			t := idx[e.To]
 			if strongEdge(w, idx, e) && (w.Nodes[t].Join == ir.JoinAll || len(in[t]) == 1) {
+				if b == nil {
+					b = newBits(n)
+				}
 				b.set(t)
 				b.or(reach[t])
 			}
@@ -294,6 +304,7 @@ func (s *state) reduce(w *ir.Workflow) bool {
 		reach[a] = b
 	}
 	drop := map[ir.Edge]bool{}
+	strong := newBits(n) // reused for every join, cleared after each
 	for c := range w.Nodes {
 		if w.Nodes[c].Join != ir.JoinAll || len(in[c]) < 2 {
 			continue
@@ -301,7 +312,6 @@ func (s *state) reduce(w *ir.Workflow) bool {
 		// strong: the sources of c's strong incoming edges still kept. An
 		// edge a→c is implied when a reaches one of them (a reaches only
 		// later nodes, so never itself).
-		strong := newBits(n)
 		for _, p := range in[c] {
 			if strongEdge(w, idx, p) {
 				strong.set(idx[p.From])
@@ -321,6 +331,9 @@ func (s *state) reduce(w *ir.Workflow) bool {
 			// a no longer counts as a strong source: the edge that made it
 			// one is gone (it cannot imply another edge any more).
 			strong.clear(a)
+		}
+		for _, p := range in[c] {
+			strong.clear(idx[p.From])
 		}
 	}
 	w.Edges = filterEdges(w.Edges, drop)

@@ -255,9 +255,11 @@ type bits []uint64
 func newBits(n int) bits      { return make(bits, (n+63)/64) }
 func (b bits) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
 func (b bits) has(i int) bool { return i >= 0 && i/64 < len(b) && b[i/64]&(1<<(uint(i)%64)) != 0 }
+
+// or adds o's indexes to b; o may be shorter (nil is empty).
 func (b bits) or(o bits) {
-	for i := range b {
-		b[i] |= o[i]
+	for i, w := range o {
+		b[i] |= w
 	}
 }
 

@@ -39,9 +39,10 @@ type objDef struct {
 	ir     *ir.Type
 }
 
-func newProvider() *provider {
+// newProvider returns a provider with room for about size object types.
+func newProvider(size int) *provider {
 	r, _ := types.NewRegistry() // no proto types: cannot fail
-	return &provider{Registry: r, objs: map[string]*objDef{}, alias: map[string]string{}}
+	return &provider{Registry: r, objs: make(map[string]*objDef, size), alias: map[string]string{}}
 }
 
 func (p *provider) FindStructType(name string) (*types.Type, bool) {
@@ -67,6 +68,19 @@ func (p *provider) FindStructFieldType(name, field string) (*types.FieldType, bo
 		return &types.FieldType{Type: t}, true
 	}
 	return p.Registry.FindStructFieldType(name, field)
+}
+
+// fieldType is FindStructFieldType for the workflow's own object types,
+// without allocating a FieldType (the fast expression paths ask often).
+func (p *provider) fieldType(name, field string) (*types.Type, bool) {
+	if len(p.alias) > 0 {
+		name = p.resolve(name)
+	}
+	if o, ok := p.objs[name]; ok {
+		t, ok := o.fields[field]
+		return t, ok
+	}
+	return nil, false
 }
 
 // define registers an object type under name, replacing any earlier one.

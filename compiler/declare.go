@@ -53,6 +53,13 @@ func (s *state) declare() {
 	s.wf = wfs[0]
 	s.name = s.wf.Name.Name
 	s.info.Workflow = s.name
+	if n := len(s.wf.Items); len(s.byID) == 0 && len(s.info.Exprs) == 0 {
+		// Sized for a node per item (and a couple of expressions each):
+		// growing maps of 10,000 entries step by step rehashes them often.
+		s.byID = make(map[string]*node, n)
+		s.info.Nodes = make(map[string]*NodeInfo, n)
+		s.info.Exprs = make(map[*ast.Expr]*ExprInfo, 2*n)
+	}
 	seenSetting := map[string]*ast.Setting{}
 	for _, it := range s.wf.Items {
 		switch it := it.(type) {

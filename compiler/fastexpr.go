@@ -94,11 +94,11 @@ func (s *state) chainTypes(sc *scope, text string) (parts []string, ts []*types.
 	for i, f := range parts[1:] {
 		switch t.Kind() {
 		case types.StructKind:
-			ft, ok := s.prov.FindStructFieldType(t.TypeName(), f)
+			ft, ok := s.prov.fieldType(t.TypeName(), f)
 			if !ok {
 				return nil, nil, false
 			}
-			t = ft.Type
+			t = ft
 		case types.MapKind:
 			t = t.Parameters()[1]
 		case types.DynKind, types.AnyKind:

@@ -22,7 +22,7 @@ func (s *state) graph() {
 		from, to int
 		kind     string
 	}
-	seen := map[key]*ast.Ident{}
+	seen := make(map[key]*ast.Ident, 2*len(s.nodes)) // about as many edges as after names
 	add := func(from, to *node, kind string, ref *ast.Ident) {
 		k := key{from.idx, to.idx, kind}
 		if prev := seen[k]; prev != nil {

@@ -45,7 +45,7 @@ func (s *state) types() {
 	if s.wf == nil {
 		return
 	}
-	s.prov = newProvider()
+	s.prov = newProvider(2 * len(s.nodes)) // each node's wf.node and wf.out types
 	inputT := obj()
 	for _, in := range s.inputs {
 		// Inputs with a default are always present at run time.

@@ -525,7 +525,7 @@ var edgeKinds = map[string]bool{
 type edgeKey struct{ from, to, kind string }
 
 func (v *validator) edges() {
-	first := map[edgeKey]int{}
+	first := make(map[edgeKey]int, len(v.w.Edges))
 	implied, order := v.implied()
 	for k, e := range v.w.Edges {
 		p := at("/edges").idx(k)

@@ -265,7 +265,15 @@ func (s *state) ancestors() {
 	n := len(s.nodes)
 	s.anc = make([]bits, n)
 	for _, i := range s.order {
-		b := newBits(n)
+		// Only as long as the highest ancestor needs (bits.has treats the
+		// rest as unset): in a DAG written top-down the sets are a triangle,
+		// half of nodes² bits.
+		words := 0
+		for _, ei := range s.inE[i] {
+			p := s.edges[ei].from
+			words = max(words, p/64+1, len(s.anc[p]))
+		}
+		b := make(bits, words)
 		for _, ei := range s.inE[i] {
 			p := s.edges[ei].from
 			b.set(p)

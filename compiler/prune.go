@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	mathbits "math/bits"
 	"sort"
 	"strings"
 
@@ -272,7 +273,10 @@ func strongEdge(w *ir.Workflow, idx map[string]int, e ir.Edge) bool {
 func (s *state) reduce(w *ir.Workflow) bool {
 	idx := ir.Index(w)
 	n := len(w.Nodes)
-	reach := make([]bits, n)
+	// reach[a]: the nodes a reaches through strong edges, stored from the
+	// first word to the last that has one (a fan-out's leaves reach only
+	// the join: whole bit sets of every node were nodes² bits).
+	reach := make([]spanBits, n)
 	out := make([][]ir.Edge, n)
 	in := make([][]ir.Edge, n)
 	for _, e := range w.Edges {
@@ -288,17 +292,30 @@ func (s *state) reduce(w *ir.Workflow) bool {
 	if !joins {
 		return false // nothing to reduce: skip the O(nodes²) reach sets
 	}
+	var succ []int
 	for k := len(w.Order) - 1; k >= 0; k-- {
 		a := idx[w.Order[k]]
-		var b bits // nil (empty) while a has no strong successor
+		succ = succ[:0]
+		lo, hi := n, -1 // words the set needs
 		for _, e := range out[a] {
 			t := idx[e.To]
 			if strongEdge(w, idx, e) && (w.Nodes[t].Join == ir.JoinAll || len(in[t]) == 1) {
-				if b == nil {
-					b = newBits(n)
+				succ = append(succ, t)
+				lo, hi = min(lo, t/64), max(hi, t/64)
+				if r := reach[t]; len(r.w) > 0 {
+					lo, hi = min(lo, r.lo), max(hi, r.lo+len(r.w)-1)
 				}
-				b.set(t)
-				b.or(reach[t])
+			}
+		}
+		if hi < 0 {
+			continue // no strong successor: reaches nothing
+		}
+		b := spanBits{lo: lo, w: make([]uint64, hi-lo+1)}
+		for _, t := range succ {
+			b.w[t/64-lo] |= 1 << (uint(t) % 64)
+			r := reach[t]
+			for i, x := range r.w {
+				b.w[r.lo+i-lo] |= x
 			}
 		}
 		reach[a] = b
@@ -338,6 +355,25 @@ func (s *state) reduce(w *ir.Workflow) bool {
 	}
 	w.Edges = filterEdges(w.Edges, drop)
 	return len(drop) > 0
+}
+
+// spanBits is a bit set over node indexes stored from word lo on; the
+// words outside w are zero.
+type spanBits struct {
+	lo int
+	w  []uint64
+}
+
+// firstAnd returns the lowest index set in both b and o, or -1.
+func (b spanBits) firstAnd(o bits) int {
+	for i, x := range b.w {
+		if k := b.lo + i; k < len(o) {
+			if y := x & o[k]; y != 0 {
+				return k*64 + mathbits.TrailingZeros64(y)
+			}
+		}
+	}
+	return -1
 }
 
 func (s *state) redundant(e ir.Edge, via string) {

@@ -59,6 +59,7 @@ func (s *state) declare() {
 		s.byID = make(map[string]*node, n)
 		s.info.Nodes = make(map[string]*NodeInfo, n)
 		s.info.Exprs = make(map[*ast.Expr]*ExprInfo, 2*n)
+		s.info.Refs = make([]Ref, 0, 4*n) // after names, handlers, expressions
 	}
 	seenSetting := map[string]*ast.Setting{}
 	for _, it := range s.wf.Items {

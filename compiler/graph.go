@@ -23,6 +23,7 @@ func (s *state) graph() {
 		kind     string
 	}
 	seen := make(map[key]*ast.Ident, 2*len(s.nodes)) // about as many edges as after names
+	s.edges = make([]edge, 0, 2*len(s.nodes))
 	add := func(from, to *node, kind string, ref *ast.Ident) {
 		k := key{from.idx, to.idx, kind}
 		if prev := seen[k]; prev != nil {

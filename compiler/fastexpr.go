@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
@@ -183,16 +184,41 @@ func splitBinary(text string) (chain, opStart, opEnd, lit int, ok bool) {
 		i++
 	}
 	lit = i
-	digits := text[lit:]
-	if len(digits) == 0 || len(digits) > 18 || len(digits) > 1 && digits[0] == '0' {
+	if !isIntLit(text[lit:]) {
 		return 0, 0, 0, 0, false
 	}
-	for k := 0; k < len(digits); k++ {
-		if digits[k] < '0' || digits[k] > '9' {
-			return 0, 0, 0, 0, false
+	return chain, opStart, opEnd, lit, true
+}
+
+// isIntLit reports whether s is a decimal int literal of at most 18 digits
+// without a leading zero: it fits an int64, and it is spelt the way cel-go
+// prints the constant back.
+func isIntLit(s string) bool {
+	if len(s) == 0 || len(s) > 18 || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for k := 0; k < len(s); k++ {
+		if s[k] < '0' || s[k] > '9' {
+			return false
 		}
 	}
-	return chain, opStart, opEnd, lit, true
+	return true
+}
+
+// checkIntLit types an int literal (`n = 0`) without cel-go. The fold pass
+// turns it into the same constant cel-go's constant folding gives (an
+// int64); the folded text would be the literal itself.
+func (s *state) checkIntLit(e *ast.Expr) (*types.Type, bool) {
+	if !fastExprs || !isIntLit(e.Text) {
+		return nil, false
+	}
+	v, err := strconv.ParseInt(e.Text, 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	s.intLits[e] = v
+	s.info.Exprs[e] = &ExprInfo{Type: &ir.Type{Kind: ir.KindInt}, Subexprs: []SubExpr{{Range: e.Range, Type: typeName(types.IntType)}}}
+	return types.IntType, true
 }
 
 // checkBinary type-checks `chain OP int` without cel-go when the chain is

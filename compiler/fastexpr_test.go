@@ -30,6 +30,7 @@ var fastExprCases = []string{
 	"a.output.items + 1", "a.output.v + 1u", "a.output.v + -1", "a.output.v + 1.0", "a.output.in + 1",
 	"a.output.v\t+ 1", "a.output.v +\n1", "a.output.v > 1 && a.output.v < 5", "1 + a.output.v",
 	"a.output.v", "input.limit", "a.output.o.v", "a.output.m.k", "a.output", "a.output.v + 3 ",
+	"0", "7", "42", "007", "-1", "123456789012345678", "1234567890123456789", "1u", "0x10", "1.0", " 5", "5 ",
 }
 
 const fastExprWorkflow = `handler "svc" {
@@ -88,12 +89,15 @@ func TestFastExprsAgree(t *testing.T) {
 			if strings.HasSuffix(name, ".wf") {
 				cfg.ReadFile = func(p string) ([]byte, error) { return os.ReadFile(filepath.Join(goldenDir, p)) }
 			}
-			fast := describeResult(t, Compile(name, []byte(src), cfg))
-			fastExprs = false
-			slow := describeResult(t, Compile(name, []byte(src), cfg))
-			fastExprs = true
-			if fast != slow {
-				t.Errorf("fast paths change the result:\n--- with\n%s\n--- without\n%s", fast, slow)
+			for _, noOpt := range []bool{false, true} {
+				cfg.NoOptimize = noOpt
+				fast := describeResult(t, Compile(name, []byte(src), cfg))
+				fastExprs = false
+				slow := describeResult(t, Compile(name, []byte(src), cfg))
+				fastExprs = true
+				if fast != slow {
+					t.Errorf("fast paths change the result (NoOptimize %v):\n--- with\n%s\n--- without\n%s", noOpt, fast, slow)
+				}
 			}
 		})
 	}

@@ -33,6 +33,9 @@ func (s *state) fold() {
 	if err != nil {
 		return
 	}
+	for e, v := range s.intLits {
+		s.consts[e] = v // what folding and evaluating the literal gives
+	}
 	for e, a := range s.checked {
 		if !foldable(a.NativeRep().Expr()) {
 			continue

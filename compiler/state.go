@@ -50,7 +50,8 @@ type state struct {
 	env     *cel.Env
 	checked map[*ast.Expr]*cel.Ast
 	folded  map[*ast.Expr]*cel.Ast
-	consts  map[*ast.Expr]any // expressions that folded to a constant (JSON value)
+	consts  map[*ast.Expr]any   // expressions that folded to a constant (JSON value)
+	intLits map[*ast.Expr]int64 // int literals typed without cel-go (checkIntLit), for fold
 	envs    map[*ast.Expr]*cel.Env
 	// scopeEnvs caches environments with `output` or a for_each variable.
 	scopeEnvs map[string]*cel.Env
@@ -142,6 +143,7 @@ func newState(cfg Config, f *source.File, file *ast.File) *state {
 		checked:      map[*ast.Expr]*cel.Ast{},
 		folded:       map[*ast.Expr]*cel.Ast{},
 		consts:       map[*ast.Expr]any{},
+		intLits:      map[*ast.Expr]int64{},
 		envs:         map[*ast.Expr]*cel.Env{},
 		scopeEnvs:    map[string]*cel.Env{},
 		defaults:     map[string][]byte{},

@@ -379,6 +379,9 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 	if t, ok := s.checkBinary(sc, e, owner); ok {
 		return t
 	}
+	if t, ok := s.checkIntLit(e); ok {
+		return t
+	}
 	m := newOffsetMap(e)
 	parsed, iss := sc.env.Parse(e.Text)
 	if iss != nil && iss.Err() != nil {

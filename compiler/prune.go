@@ -277,12 +277,32 @@ func (s *state) reduce(w *ir.Workflow) bool {
 	// first word to the last that has one (a fan-out's leaves reach only
 	// the join: whole bit sets of every node were nodes² bits).
 	reach := make([]spanBits, n)
+	// Forward edges by source and by target, as windows of two arrays
+	// (counted first: appending per node made two slices a node).
+	from, to := make([]int, len(w.Edges)), make([]int, len(w.Edges))
+	nout, nin := make([]int, n), make([]int, n)
+	fwd := 0
+	for k, e := range w.Edges {
+		if ir.Forward(e.Kind) {
+			from[k], to[k] = idx[e.From], idx[e.To]
+			nout[from[k]]++
+			nin[to[k]]++
+			fwd++
+		}
+	}
 	out := make([][]ir.Edge, n)
 	in := make([][]ir.Edge, n)
-	for _, e := range w.Edges {
+	outAll, inAll := make([]ir.Edge, 0, fwd), make([]ir.Edge, 0, fwd)
+	for i := range n {
+		out[i] = outAll[len(outAll) : len(outAll) : len(outAll)+nout[i]]
+		outAll = outAll[:len(outAll)+nout[i]]
+		in[i] = inAll[len(inAll) : len(inAll) : len(inAll)+nin[i]]
+		inAll = inAll[:len(inAll)+nin[i]]
+	}
+	for k, e := range w.Edges {
 		if ir.Forward(e.Kind) {
-			out[idx[e.From]] = append(out[idx[e.From]], e)
-			in[idx[e.To]] = append(in[idx[e.To]], e)
+			out[from[k]] = append(out[from[k]], e)
+			in[to[k]] = append(in[to[k]], e)
 		}
 	}
 	joins := false

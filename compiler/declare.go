@@ -352,7 +352,7 @@ func (s *state) importFile(im *ast.Import) {
 			WithRelated(diags[0].Span, diags[0].Message)
 		return
 	}
-	sub := newState(Config{ReadFile: s.cfg.ReadFile, depth: s.cfg.depth + 1, stack: append(append([]string{}, s.cfg.stack...), s.file.Name)}, f, file)
+	sub := newState(Config{ReadFile: s.cfg.ReadFile, celOnly: s.cfg.celOnly, depth: s.cfg.depth + 1, stack: append(append([]string{}, s.cfg.stack...), s.file.Name)}, f, file)
 	sub.files = s.files // shared, so a file imported twice is read once
 	for _, it := range file.Items {
 		switch it := it.(type) {

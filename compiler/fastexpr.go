@@ -19,10 +19,7 @@ import (
 // sub-expressions, references, output reads); anything else — an unknown
 // name or field, a type an operator does not take — falls through to
 // cel-go, which reports the error as usual. TestFastExprsAgree compiles
-// with and without them and compares everything.
-
-// fastExprs switches the fast paths; tests turn it off to compare.
-var fastExprs = true
+// with and without them (Config.celOnly) and compares everything.
 
 // chainEnd returns the end of the selector chain that text starts with
 // (ident, then one or more .ident; an ident is [A-Za-z_][A-Za-z0-9_]*), or
@@ -117,7 +114,7 @@ func (s *state) chainTypes(sc *scope, text string) (parts []string, ts []*types.
 // `{{ fetch.output.name }}`); the provider answers the checker's questions
 // directly.
 func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bool) {
-	if !fastExprs {
+	if s.cfg.celOnly {
 		return nil, false
 	}
 	parts, ts, ok := s.chainTypes(sc, e.Text)
@@ -209,7 +206,7 @@ func isIntLit(s string) bool {
 // turns it into the same constant cel-go's constant folding gives (an
 // int64); the folded text would be the literal itself.
 func (s *state) checkIntLit(e *ast.Expr) (*types.Type, bool) {
-	if !fastExprs || !isIntLit(e.Text) {
+	if s.cfg.celOnly || !isIntLit(e.Text) {
 		return nil, false
 	}
 	v, err := strconv.ParseInt(e.Text, 10, 64)
@@ -227,7 +224,7 @@ func (s *state) checkIntLit(e *ast.Expr) (*types.Type, bool) {
 // fits; no folding applies, as the chain is a variable). Hover ranges are
 // cel-go's: a select is located at its dot, a call at its operator.
 func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, bool) {
-	if !fastExprs || len(e.Text) > 256 {
+	if s.cfg.celOnly || len(e.Text) > 256 {
 		return nil, false
 	}
 	chain, opStart, opEnd, lit, ok := splitBinary(e.Text)

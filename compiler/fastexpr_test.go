@@ -91,10 +91,10 @@ func TestFastExprsAgree(t *testing.T) {
 			}
 			for _, noOpt := range []bool{false, true} {
 				cfg.NoOptimize = noOpt
+				cfg.celOnly = false
 				fast := describeResult(t, Compile(name, []byte(src), cfg))
-				fastExprs = false
+				cfg.celOnly = true
 				slow := describeResult(t, Compile(name, []byte(src), cfg))
-				fastExprs = true
 				if fast != slow {
 					t.Errorf("fast paths change the result (NoOptimize %v):\n--- with\n%s\n--- without\n%s", noOpt, fast, slow)
 				}

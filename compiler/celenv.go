@@ -24,6 +24,15 @@ type provider struct {
 	// expressions are checked: one environment serves every node, instead of
 	// one extended environment per node (which costs O(nodes) each).
 	alias map[string]string
+	// flat caches the fields of object types without nested objects by
+	// IR type: every task of a handler shares its output type, and such
+	// fields need no per-node names (read-only once defined).
+	flat map[*ir.Type]flatObj
+}
+
+type flatObj struct {
+	fields map[string]*types.Type
+	names  []string
 }
 
 func (p *provider) resolve(name string) string {
@@ -39,9 +48,10 @@ type objDef struct {
 	ir     *ir.Type
 }
 
-func newProvider() *provider {
+// newProvider returns a provider with room for about size object types.
+func newProvider(size int) *provider {
 	r, _ := types.NewRegistry() // no proto types: cannot fail
-	return &provider{Registry: r, objs: map[string]*objDef{}, alias: map[string]string{}}
+	return &provider{Registry: r, objs: make(map[string]*objDef, size), alias: map[string]string{}, flat: map[*ir.Type]flatObj{}}
 }
 
 func (p *provider) FindStructType(name string) (*types.Type, bool) {
@@ -67,6 +77,19 @@ func (p *provider) FindStructFieldType(name, field string) (*types.FieldType, bo
 		return &types.FieldType{Type: t}, true
 	}
 	return p.Registry.FindStructFieldType(name, field)
+}
+
+// fieldType is FindStructFieldType for the workflow's own object types,
+// without allocating a FieldType (the fast expression paths ask often).
+func (p *provider) fieldType(name, field string) (*types.Type, bool) {
+	if len(p.alias) > 0 {
+		name = p.resolve(name)
+	}
+	if o, ok := p.objs[name]; ok {
+		t, ok := o.fields[field]
+		return t, ok
+	}
+	return nil, false
 }
 
 // define registers an object type under name, replacing any earlier one.
@@ -100,18 +123,45 @@ func (p *provider) celType(t *ir.Type, name string) *types.Type {
 	case ir.KindNull:
 		return types.NullType
 	case ir.KindList:
-		return types.NewListType(p.celType(t.Elem, name+".item"))
+		return types.NewListType(p.celType(t.Elem, nested(t.Elem, name, ".item")))
 	case ir.KindMap:
-		return types.NewMapType(types.StringType, p.celType(t.Elem, name+".value"))
+		return types.NewMapType(types.StringType, p.celType(t.Elem, nested(t.Elem, name, ".value")))
 	case ir.KindObject:
+		if c, ok := p.flat[t]; ok {
+			p.objs[name] = &objDef{fields: c.fields, names: c.names, ir: t}
+			return types.NewObjectType(name)
+		}
 		fields := make(map[string]*types.Type, len(t.Fields))
+		flat := true
 		for i := range t.Fields {
 			f := &t.Fields[i]
-			fields[f.Name] = p.celType(&f.Type, name+"."+f.Name)
+			fields[f.Name] = p.celType(&f.Type, nested(&f.Type, name, "."+f.Name))
+			flat = flat && !hasObject(&f.Type)
 		}
-		return p.define(name, t, fields)
+		ot := p.define(name, t, fields)
+		if flat {
+			p.flat[t] = flatObj{fields: fields, names: p.objs[name].names}
+		}
+		return ot
 	}
 	return types.DynType
+}
+
+// nested returns the provider name of a type nested in name (name+suffix)
+// if t has objects that need one, else "" (saving the concatenation).
+func nested(t *ir.Type, name, suffix string) string {
+	if hasObject(t) {
+		return name + suffix
+	}
+	return ""
+}
+
+// hasObject reports whether t is or contains an object type.
+func hasObject(t *ir.Type) bool {
+	for t != nil && (t.Kind == ir.KindList || t.Kind == ir.KindMap) {
+		t = t.Elem
+	}
+	return t != nil && t.Kind == ir.KindObject
 }
 
 // irType converts a checked CEL type back to an IR type.

@@ -29,9 +29,10 @@ type Config struct {
 	MaxNodes  int // default 10,000
 	MaxFanout int // static out-edges of one node, default 1,000
 
-	depth int      // import / flow nesting
-	stack []string // files being imported, for cycle messages
-	flows []string // files of the enclosing workflows of flow nodes, likewise
+	celOnly bool     // type every expression with cel-go, without the fast paths (tests compare)
+	depth   int      // import / flow nesting
+	stack   []string // files being imported, for cycle messages
+	flows   []string // files of the enclosing workflows of flow nodes, likewise
 }
 
 // Default limits, documented in docs/language.md.

@@ -22,7 +22,7 @@ import (
 // inputDefaults evaluates input defaults, which must be constants of the
 // declared type.
 func (s *state) inputDefaults() {
-	env, err := cel.NewEnv(celOptions(newProvider())...)
+	env, err := cel.NewEnv(celOptions(newProvider(0))...)
 	if err != nil {
 		return
 	}

@@ -53,6 +53,14 @@ func (s *state) declare() {
 	s.wf = wfs[0]
 	s.name = s.wf.Name.Name
 	s.info.Workflow = s.name
+	if n := len(s.wf.Items); len(s.byID) == 0 && len(s.info.Exprs) == 0 {
+		// Sized for a node per item (and a couple of expressions each):
+		// growing maps of 10,000 entries step by step rehashes them often.
+		s.byID = make(map[string]*node, n)
+		s.info.Nodes = make(map[string]*NodeInfo, n)
+		s.info.Exprs = make(map[*ast.Expr]*ExprInfo, 2*n)
+		s.info.Refs = make([]Ref, 0, 4*n) // after names, handlers, expressions
+	}
 	seenSetting := map[string]*ast.Setting{}
 	for _, it := range s.wf.Items {
 		switch it := it.(type) {
@@ -344,7 +352,7 @@ func (s *state) importFile(im *ast.Import) {
 			WithRelated(diags[0].Span, diags[0].Message)
 		return
 	}
-	sub := newState(Config{ReadFile: s.cfg.ReadFile, depth: s.cfg.depth + 1, stack: append(append([]string{}, s.cfg.stack...), s.file.Name)}, f, file)
+	sub := newState(Config{ReadFile: s.cfg.ReadFile, celOnly: s.cfg.celOnly, depth: s.cfg.depth + 1, stack: append(append([]string{}, s.cfg.stack...), s.file.Name)}, f, file)
 	sub.files = s.files // shared, so a file imported twice is read once
 	for _, it := range file.Items {
 		switch it := it.(type) {

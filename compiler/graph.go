@@ -22,7 +22,8 @@ func (s *state) graph() {
 		from, to int
 		kind     string
 	}
-	seen := map[key]*ast.Ident{}
+	seen := make(map[key]*ast.Ident, 2*len(s.nodes)) // about as many edges as after names
+	s.edges = make([]edge, 0, 2*len(s.nodes))
 	add := func(from, to *node, kind string, ref *ast.Ident) {
 		k := key{from.idx, to.idx, kind}
 		if prev := seen[k]; prev != nil {
@@ -265,7 +266,15 @@ func (s *state) ancestors() {
 	n := len(s.nodes)
 	s.anc = make([]bits, n)
 	for _, i := range s.order {
-		b := newBits(n)
+		// Only as long as the highest ancestor needs (bits.has treats the
+		// rest as unset): in a DAG written top-down the sets are a triangle,
+		// half of nodes² bits.
+		words := 0
+		for _, ei := range s.inE[i] {
+			p := s.edges[ei].from
+			words = max(words, p/64+1, len(s.anc[p]))
+		}
+		b := make(bits, words)
 		for _, ei := range s.inE[i] {
 			p := s.edges[ei].from
 			b.set(p)
@@ -366,11 +375,12 @@ func (s *state) loopBody(n *node) bits {
 	if t == n {
 		return b
 	}
-	for i := range s.nodes {
-		if (i == t.idx || s.anc[i].has(t.idx)) && s.anc[n.idx].has(i) {
+	// The body's other nodes are n's ancestors that are t or descend from t.
+	s.anc[n.idx].each(func(i int) {
+		if i == t.idx || s.anc[i].has(t.idx) {
 			b.set(i)
 		}
-	}
+	})
 	return b
 }
 
@@ -378,8 +388,9 @@ func (s *state) loopBody(n *node) bits {
 // (after the last iteration), and loops nest properly.
 func (s *state) checkLoopBodies() {
 	type lp struct {
-		n    *node
-		body bits
+		n      *node
+		body   bits
+		lo, hi int // the body's first and last non-zero words
 	}
 	var loops []lp
 	for _, n := range s.nodes {
@@ -387,10 +398,12 @@ func (s *state) checkLoopBodies() {
 			continue
 		}
 		body := s.loopBody(n)
-		loops = append(loops, lp{n, body})
-		for i, x := range s.nodes {
-			if !body.has(i) || x == n {
-				continue
+		lo, hi := body.span()
+		loops = append(loops, lp{n, body, lo, hi})
+		body.each(func(i int) {
+			x := s.nodes[i]
+			if x == n {
+				return
 			}
 			for _, ei := range s.outE[i] {
 				e := s.edges[ei]
@@ -399,11 +412,13 @@ func (s *state) checkLoopBodies() {
 						WithHint(fmt.Sprintf("make %s depend on %s, the loop node, so it runs once after the last iteration", s.nodes[e.to].id, n.id))
 				}
 			}
-		}
+		})
 	}
-	subset := func(a, b bits) bool {
-		for i := range a {
-			if a[i]&^b[i] != 0 {
+	// Words outside a body's [lo, hi] are zero: the comparisons skip them
+	// (most bodies are small; whole bit sets made this O(loops² × nodes)).
+	subset := func(a, b lp) bool {
+		for k := a.lo; k <= a.hi; k++ {
+			if a.body[k]&^b.body[k] != 0 {
 				return false
 			}
 		}
@@ -411,11 +426,12 @@ func (s *state) checkLoopBodies() {
 	}
 	for i := range loops {
 		for j := i + 1; j < len(loops); j++ {
-			a, b := loops[i].body, loops[j].body
+			a, b := loops[i], loops[j]
 			overlap := false
-			for k := range a {
-				if a[k]&b[k] != 0 {
+			for k := max(a.lo, b.lo); k <= min(a.hi, b.hi); k++ {
+				if a.body[k]&b.body[k] != 0 {
 					overlap = true
+					break
 				}
 			}
 			if overlap && !subset(a, b) && !subset(b, a) {
@@ -428,6 +444,12 @@ func (s *state) checkLoopBodies() {
 // skeleton is the graph part of the IR, enough for ir.Analyze.
 func (s *state) skeleton() *ir.Workflow {
 	w := &ir.Workflow{IRVersion: ir.Version, Name: s.name}
+	if len(s.nodes) > 0 { // (nil, not empty, when there are none)
+		w.Nodes = make([]ir.Node, 0, len(s.nodes))
+	}
+	if len(s.edges) > 0 {
+		w.Edges = make([]ir.Edge, 0, len(s.edges))
+	}
 	for _, n := range s.nodes {
 		in := ir.Node{ID: n.id, Type: n.kind, Join: n.join}
 		if n.when != nil {

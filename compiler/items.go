@@ -60,7 +60,6 @@ func (s *state) nodeItems(n *node) {
 		}
 	}
 	seen := map[string]ast.Item{}
-	allowed := allowedFor(n.kind)
 	for _, it := range d.Items {
 		k := ast.KeyOf(it)
 		if k == nil {
@@ -68,7 +67,7 @@ func (s *state) nodeItems(n *node) {
 		}
 		kinds, known := itemKinds[k.Name]
 		if !known {
-			s.unknownItem(k, n.kind+" "+n.id, allowed)
+			s.unknownItem(k, n.kind+" "+n.id, allowedFor(n.kind)) // (built only when needed)
 			continue
 		}
 		if !contains(kinds, n.kind) {

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	mathbits "math/bits"
 	"sort"
 	"strings"
 
@@ -34,6 +35,7 @@ func (s *state) prune() {
 			} else if isTrue(n.when) {
 				s.errorf(diag.ConstCondition, n.when.Range, "`when` is always true")
 				in.When = nil
+				s.irFresh = false
 			}
 		}
 		if n.branch != nil && in.Branch != nil {
@@ -80,17 +82,18 @@ func (s *state) prune() {
 		delete(dead, s.nodes[i].id)
 		if in := &w.Nodes[idx[s.nodes[i].id]]; in.When == nil {
 			in.When = &ir.Expr{CEL: "false", Type: &ir.Type{Kind: ir.KindBool}}
+			s.irFresh = false
 		}
 	}
 	if len(removedEdge) > 0 || len(dead) > 0 {
 		w.Edges = filterEdges(w.Edges, removedEdge)
 		removeNodes(w, dead)
-		if ir.Analyze(w) != nil {
+		if s.irFresh = ir.Analyze(w) == nil; !s.irFresh {
 			return
 		}
 	}
 	if s.reduce(w) {
-		ir.Analyze(w)
+		s.irFresh = ir.Analyze(w) == nil
 	}
 }
 
@@ -235,6 +238,7 @@ func (s *state) pruneBranch(n *node, in *ir.Node, isFalse, isTrue func(*ast.Expr
 		// targets (if any), which is what plain after edges do. An IR
 		// branch needs a rule, so the branch goes.
 		in.Branch = nil
+		s.irFresh = false
 		for i := range s.ir.Edges {
 			if e := &s.ir.Edges[i]; e.From == n.id && e.Kind == ir.EdgeDefault {
 				e.Kind = ir.EdgeAfter
@@ -269,28 +273,75 @@ func strongEdge(w *ir.Workflow, idx map[string]int, e ir.Edge) bool {
 func (s *state) reduce(w *ir.Workflow) bool {
 	idx := ir.Index(w)
 	n := len(w.Nodes)
-	reach := make([]bits, n)
-	out := make([][]ir.Edge, n)
-	in := make([][]ir.Edge, n)
-	for _, e := range w.Edges {
+	// reach[a]: the nodes a reaches through strong edges, stored from the
+	// first word to the last that has one (a fan-out's leaves reach only
+	// the join: whole bit sets of every node were nodes² bits).
+	reach := make([]spanBits, n)
+	// Forward edges by source and by target, as windows of two arrays
+	// (counted first: appending per node made two slices a node).
+	from, to := make([]int, len(w.Edges)), make([]int, len(w.Edges))
+	nout, nin := make([]int, n), make([]int, n)
+	fwd := 0
+	for k, e := range w.Edges {
 		if ir.Forward(e.Kind) {
-			out[idx[e.From]] = append(out[idx[e.From]], e)
-			in[idx[e.To]] = append(in[idx[e.To]], e)
+			from[k], to[k] = idx[e.From], idx[e.To]
+			nout[from[k]]++
+			nin[to[k]]++
+			fwd++
 		}
 	}
+	out := make([][]ir.Edge, n)
+	in := make([][]ir.Edge, n)
+	outAll, inAll := make([]ir.Edge, 0, fwd), make([]ir.Edge, 0, fwd)
+	for i := range n {
+		out[i] = outAll[len(outAll) : len(outAll) : len(outAll)+nout[i]]
+		outAll = outAll[:len(outAll)+nout[i]]
+		in[i] = inAll[len(inAll) : len(inAll) : len(inAll)+nin[i]]
+		inAll = inAll[:len(inAll)+nin[i]]
+	}
+	for k, e := range w.Edges {
+		if ir.Forward(e.Kind) {
+			out[from[k]] = append(out[from[k]], e)
+			in[to[k]] = append(in[to[k]], e)
+		}
+	}
+	joins := false
+	for c := range w.Nodes {
+		joins = joins || w.Nodes[c].Join == ir.JoinAll && len(in[c]) >= 2
+	}
+	if !joins {
+		return false // nothing to reduce: skip the O(nodes²) reach sets
+	}
+	var succ []int
 	for k := len(w.Order) - 1; k >= 0; k-- {
 		a := idx[w.Order[k]]
-		b := newBits(n)
+		succ = succ[:0]
+		lo, hi := n, -1 // words the set needs
 		for _, e := range out[a] {
 			t := idx[e.To]
 			if strongEdge(w, idx, e) && (w.Nodes[t].Join == ir.JoinAll || len(in[t]) == 1) {
-				b.set(t)
-				b.or(reach[t])
+				succ = append(succ, t)
+				lo, hi = min(lo, t/64), max(hi, t/64)
+				if r := reach[t]; len(r.w) > 0 {
+					lo, hi = min(lo, r.lo), max(hi, r.lo+len(r.w)-1)
+				}
+			}
+		}
+		if hi < 0 {
+			continue // no strong successor: reaches nothing
+		}
+		b := spanBits{lo: lo, w: make([]uint64, hi-lo+1)}
+		for _, t := range succ {
+			b.w[t/64-lo] |= 1 << (uint(t) % 64)
+			r := reach[t]
+			for i, x := range r.w {
+				b.w[r.lo+i-lo] |= x
 			}
 		}
 		reach[a] = b
 	}
 	drop := map[ir.Edge]bool{}
+	strong := newBits(n) // reused for every join, cleared after each
 	for c := range w.Nodes {
 		if w.Nodes[c].Join != ir.JoinAll || len(in[c]) < 2 {
 			continue
@@ -298,7 +349,6 @@ func (s *state) reduce(w *ir.Workflow) bool {
 		// strong: the sources of c's strong incoming edges still kept. An
 		// edge a→c is implied when a reaches one of them (a reaches only
 		// later nodes, so never itself).
-		strong := newBits(n)
 		for _, p := range in[c] {
 			if strongEdge(w, idx, p) {
 				strong.set(idx[p.From])
@@ -319,9 +369,31 @@ func (s *state) reduce(w *ir.Workflow) bool {
 			// one is gone (it cannot imply another edge any more).
 			strong.clear(a)
 		}
+		for _, p := range in[c] {
+			strong.clear(idx[p.From])
+		}
 	}
 	w.Edges = filterEdges(w.Edges, drop)
 	return len(drop) > 0
+}
+
+// spanBits is a bit set over node indexes stored from word lo on; the
+// words outside w are zero.
+type spanBits struct {
+	lo int
+	w  []uint64
+}
+
+// firstAnd returns the lowest index set in both b and o, or -1.
+func (b spanBits) firstAnd(o bits) int {
+	for i, x := range b.w {
+		if k := b.lo + i; k < len(o) {
+			if y := x & o[k]; y != 0 {
+				return k*64 + mathbits.TrailingZeros64(y)
+			}
+		}
+	}
+	return -1
 }
 
 func (s *state) redundant(e ir.Edge, via string) {
@@ -377,6 +449,7 @@ func (s *state) goals() {
 		}
 	}
 	removeNodes(w, dead)
+	s.irFresh = false
 	// Outputs that read removed nodes cannot be computed.
 	outs := w.Outputs[:0]
 	keptOut := map[int]bool{}

@@ -50,7 +50,8 @@ type state struct {
 	env     *cel.Env
 	checked map[*ast.Expr]*cel.Ast
 	folded  map[*ast.Expr]*cel.Ast
-	consts  map[*ast.Expr]any // expressions that folded to a constant (JSON value)
+	consts  map[*ast.Expr]any   // expressions that folded to a constant (JSON value)
+	intLits map[*ast.Expr]int64 // int literals typed without cel-go (checkIntLit), for fold
 	envs    map[*ast.Expr]*cel.Env
 	// scopeEnvs caches environments with `output` or a for_each variable.
 	scopeEnvs map[string]*cel.Env
@@ -63,6 +64,7 @@ type state struct {
 	curOutput    int                     // index of the workflow output being checked
 
 	ir       *ir.Workflow
+	irFresh  bool // ir.Analyze ran on ir after every change to what it reads (nodes, edges, when, branch)
 	required []string
 }
 
@@ -141,6 +143,7 @@ func newState(cfg Config, f *source.File, file *ast.File) *state {
 		checked:      map[*ast.Expr]*cel.Ast{},
 		folded:       map[*ast.Expr]*cel.Ast{},
 		consts:       map[*ast.Expr]any{},
+		intLits:      map[*ast.Expr]int64{},
 		envs:         map[*ast.Expr]*cel.Env{},
 		scopeEnvs:    map[string]*cel.Env{},
 		defaults:     map[string][]byte{},
@@ -254,13 +257,38 @@ type bits []uint64
 func newBits(n int) bits      { return make(bits, (n+63)/64) }
 func (b bits) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
 func (b bits) has(i int) bool { return i >= 0 && i/64 < len(b) && b[i/64]&(1<<(uint(i)%64)) != 0 }
+
+// or adds o's indexes to b; o may be shorter (nil is empty).
 func (b bits) or(o bits) {
-	for i := range b {
-		b[i] |= o[i]
+	for i, w := range o {
+		b[i] |= w
 	}
 }
 
 func (b bits) clear(i int) { b[i/64] &^= 1 << (uint(i) % 64) }
+
+// each calls f with every index set in b, in increasing order.
+func (b bits) each(f func(int)) {
+	for k, w := range b {
+		for w != 0 {
+			f(k*64 + mathbits.TrailingZeros64(w))
+			w &= w - 1
+		}
+	}
+}
+
+// span returns the indexes of b's first and last non-zero words; lo > hi
+// if b is empty.
+func (b bits) span() (lo, hi int) {
+	lo, hi = len(b), -1
+	for k, w := range b {
+		if w != 0 {
+			lo = min(lo, k)
+			hi = k
+		}
+	}
+	return lo, hi
+}
 
 // firstAnd returns the lowest index set in both b and o, or -1.
 func (b bits) firstAnd(o bits) int {

@@ -45,7 +45,7 @@ func (s *state) types() {
 	if s.wf == nil {
 		return
 	}
-	s.prov = newProvider()
+	s.prov = newProvider(2 * len(s.nodes)) // each node's wf.node and wf.out types
 	inputT := obj()
 	for _, in := range s.inputs {
 		// Inputs with a default are always present at run time.
@@ -374,6 +374,12 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 		return nil // already reported; CEL would only repeat it less clearly
 	}
 	if t, ok := s.checkChain(sc, e, owner); ok {
+		return t
+	}
+	if t, ok := s.checkBinary(sc, e, owner); ok {
+		return t
+	}
+	if t, ok := s.checkIntLit(e); ok {
 		return t
 	}
 	m := newOffsetMap(e)
@@ -809,95 +815,4 @@ func (s *state) scopeEnv(name, stand string, t *types.Type) *cel.Env {
 	}
 	s.scopeEnvs[key] = e
 	return e
-}
-
-// chainRE matches a plain selector chain: `input.id`, `fetch.output.items`.
-var chainRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
-
-// celReserved are CEL's reserved words; a chain using one goes to cel-go,
-// which reports it.
-var celReserved = map[string]bool{
-	"as": true, "break": true, "const": true, "continue": true, "else": true,
-	"false": true, "for": true, "function": true, "if": true, "import": true,
-	"in": true, "let": true, "loop": true, "package": true, "namespace": true,
-	"null": true, "return": true, "true": true, "var": true, "void": true, "while": true,
-}
-
-// checkChain type-checks a plain selector chain without cel-go. Such
-// chains are most of a workflow's expressions (`with { id = input.id }`,
-// `{{ fetch.output.name }}`), and cel-go's parser and checker cost tens of
-// microseconds each; the provider answers the same questions directly.
-// Anything it does not fully understand — an unknown name or field, a
-// selection on a list — returns ok=false, and cel-go checks the
-// expression and reports the error as usual.
-func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bool) {
-	if len(e.Text) > 256 || !chainRE.MatchString(e.Text) {
-		return nil, false
-	}
-	parts := strings.Split(e.Text, ".")
-	for _, p := range parts {
-		if celReserved[p] {
-			return nil, false
-		}
-	}
-	root := parts[0]
-	var t *types.Type
-	switch {
-	case sc.vars[root] != nil:
-		t = sc.vars[root]
-	case root == "input":
-		t = types.NewObjectType("wf.input")
-	case root == "output":
-		if sc.self == nil || sc.self.outType == nil || sc.self.outType.Kind != ir.KindObject {
-			return nil, false
-		}
-		t = types.NewObjectType(sc.selfType)
-	case s.byID[root] != nil:
-		t = types.NewObjectType("wf.node." + root)
-	default:
-		return nil, false
-	}
-	subs := make([]SubExpr, 0, len(parts))
-	end := e.Start + len(root)
-	subs = append(subs, SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: typeName(t)})
-	starts := make([]int, len(parts)) // offset of each part
-	starts[0] = e.Start
-	for i, f := range parts[1:] {
-		switch t.Kind() {
-		case types.StructKind:
-			ft, ok := s.prov.FindStructFieldType(t.TypeName(), f)
-			if !ok {
-				return nil, false
-			}
-			t = ft.Type
-		case types.MapKind:
-			t = t.Parameters()[1]
-		case types.DynKind, types.AnyKind:
-			t = types.DynType
-		default:
-			return nil, false
-		}
-		starts[i+1] = end + 1
-		end += 1 + len(f)
-		subs = append(subs, SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: typeName(t)})
-	}
-	// References and output reads, as collect records them from a CEL tree.
-	rng := func(i int) source.Range { return source.Range{Start: starts[i], End: starts[i] + len(parts[i])} }
-	switch {
-	case sc.vars[root] != nil:
-	case root == "input":
-		if _, ok := s.info.Inputs[parts[1]]; ok {
-			s.info.Refs = append(s.info.Refs, Ref{Range: rng(1), Kind: RefInput, Name: parts[1]})
-			s.useInput(owner, parts[1])
-		}
-	case s.byID[root] != nil && parts[1] == "output":
-		s.info.Refs = append(s.info.Refs, Ref{Range: rng(0), Kind: RefNode, Name: root})
-		if len(parts) > 2 {
-			s.info.Refs = append(s.info.Refs, Ref{Range: rng(2), Kind: RefField, Name: root + "." + parts[2]})
-		}
-		s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: []read{{
-			node: s.byID[root].idx, rng: source.Range{Start: starts[0], End: starts[1] + len("output")}}}})
-	}
-	s.info.Exprs[e] = &ExprInfo{Type: s.prov.irType(t), Subexprs: subs}
-	return t, true
 }

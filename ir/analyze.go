@@ -2,7 +2,6 @@ package ir
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -46,10 +45,21 @@ func Analyze(w *Workflow) error {
 
 	w.Order = g.ids(g.order)
 	w.Entries, w.Terminals = []string{}, []string{}
+	// Every node's Dependencies and Dependents are windows of one array
+	// (each capped, so appending to one cannot overwrite the next): two
+	// small slices per node were a tenth of a compilation's allocations.
+	slab := make([]string, 0, 2*len(g.edges))
+	window := func(ns []int) []string {
+		start := len(slab)
+		for _, x := range ns {
+			slab = append(slab, g.w.Nodes[x].ID)
+		}
+		return slab[start:len(slab):len(slab)]
+	}
 	for _, i := range g.order {
 		node := &w.Nodes[i]
-		node.Dependencies = g.ids(g.neighbours(g.in[i], true))
-		node.Dependents = g.ids(g.neighbours(g.out[i], false))
+		node.Dependencies = window(g.neighbours(g.in[i], true))
+		node.Dependents = window(g.neighbours(g.out[i], false))
 		node.MaySkip = maySkip[i]
 		node.Entry = len(g.in[i]) == 0
 		node.Terminal = endsPath(node, g.outKinds(i))
@@ -72,29 +82,41 @@ func Analyze(w *Workflow) error {
 }
 
 // outKinds returns the kinds of node i's outgoing forward edges.
-func (g *graph) outKinds(i int) map[string]bool {
-	k := make(map[string]bool, 2)
+func (g *graph) outKinds(i int) outKindSet {
+	var k outKindSet
 	for _, ei := range g.out[i] {
-		k[g.w.Edges[ei].Kind] = true
+		switch g.edges[ei].kind {
+		case EdgeAfter:
+			k.after = true
+		case EdgeDefault:
+			k.dflt = true
+		case EdgeRoute:
+			k.route = true
+		}
+		k.any = true
 	}
 	return k
 }
+
+// outKindSet records which kinds of forward edge leave a node, as far as
+// endsPath asks.
+type outKindSet struct{ any, after, dflt, route bool }
 
 // endsPath reports whether some outcome of a node sends no real token on
 // any forward edge, so the run may end with it: it has no outgoing forward
 // edge; or its success path is empty — no `after` dependents (only error,
 // reject or exhausted paths), or a branch without a default (no rule may
 // match). An agent with routes always picks one of them or its default.
-func endsPath(n *Node, kinds map[string]bool) bool {
+func endsPath(n *Node, kinds outKindSet) bool {
 	switch {
-	case len(kinds) == 0:
+	case !kinds.any:
 		return true
 	case n.Branch != nil:
-		return !kinds[EdgeDefault]
-	case n.Agent != nil && (kinds[EdgeRoute] || kinds[EdgeDefault]):
+		return !kinds.dflt
+	case n.Agent != nil && (kinds.route || kinds.dflt):
 		return false
 	}
-	return !kinds[EdgeAfter]
+	return !kinds.after
 }
 
 // Ancestors returns the ids from which a path of forward edges leads to id.
@@ -146,6 +168,11 @@ type graph struct {
 	pos   []int   // pos[node] = position in order, -1 if not ordered
 	cycle []int   // nodes on one forward cycle, in edge direction; nil if acyclic
 	errs  []string
+
+	mark  []int // scratch for neighbours
+	stamp int
+	nb    []int     // neighbours' result, reused
+	seen  [2][]bool // scratch for reach, all false between calls
 }
 
 // A gedge is an edge resolved to node indices; src is its index in w.Edges.
@@ -163,6 +190,7 @@ func buildGraph(w *Workflow) *graph {
 		in:    make([][]int, n),
 		out:   make([][]int, n),
 		pos:   make([]int, n),
+		edges: make([]gedge, 0, len(w.Edges)),
 	}
 	for i := range w.Nodes {
 		id := w.Nodes[i].ID
@@ -172,11 +200,13 @@ func buildGraph(w *Workflow) *graph {
 		}
 		g.index[id] = i
 	}
-	type key struct {
-		from, to int
-		kind     string
-	}
-	seen := map[key]bool{}
+	// Exact duplicates are found through the first edge between the same
+	// two nodes (an integer key, cheaper to hash than one with the kind) and
+	// a chain of the later ones with other kinds.
+	first := make(map[uint64]int32, len(w.Edges))
+	next := make([]int32, 0, len(w.Edges)) // next[k]: next edge after g.edges[k] with the same ends, or -1
+	indeg := make([]int, n)
+	outdeg := make([]int, n)
 	for k, e := range w.Edges {
 		from, okFrom := g.index[e.From]
 		to, okTo := g.index[e.To]
@@ -188,39 +218,68 @@ func buildGraph(w *Workflow) *graph {
 			g.errs = append(g.errs, fmt.Sprintf("edge %d (%s -> %s, %s) names unknown node %q", k, e.From, e.To, e.Kind, bad))
 			continue
 		}
-		if seen[key{from, to, e.Kind}] {
-			continue
+		pair := uint64(from)<<32 | uint64(to)
+		ei := int32(len(g.edges))
+		if h, ok := first[pair]; ok {
+			dup, last := false, h
+			for x := h; x >= 0; x = next[x] {
+				if g.edges[x].kind == e.Kind {
+					dup = true
+					break
+				}
+				last = x
+			}
+			if dup {
+				continue
+			}
+			next[last] = ei
+		} else {
+			first[pair] = ei
 		}
-		seen[key{from, to, e.Kind}] = true
+		next = append(next, -1)
 		g.edges = append(g.edges, gedge{from, to, e.Kind, k})
 		if Forward(e.Kind) {
-			ei := len(g.edges) - 1
-			g.out[from] = append(g.out[from], ei)
-			g.in[to] = append(g.in[to], ei)
+			outdeg[from]++
+			indeg[to]++
+		}
+	}
+	// The in and out lists share two arrays; each list is capped so that
+	// it cannot grow into its neighbour's.
+	inAll := make([]int, 0, len(g.edges))
+	outAll := make([]int, 0, len(g.edges))
+	for i := range n {
+		g.in[i] = inAll[len(inAll) : len(inAll) : len(inAll)+indeg[i]]
+		inAll = inAll[:len(inAll)+indeg[i]]
+		g.out[i] = outAll[len(outAll) : len(outAll) : len(outAll)+outdeg[i]]
+		outAll = outAll[:len(outAll)+outdeg[i]]
+	}
+	for ei, e := range g.edges {
+		if Forward(e.kind) {
+			g.out[e.from] = append(g.out[e.from], ei)
+			g.in[e.to] = append(g.in[e.to], ei)
 		}
 	}
 
 	// Kahn's algorithm; the heap hands out the ready node with the smallest
 	// index, which makes the order deterministic and close to source order.
-	indeg := make([]int, n)
 	for i := range n {
-		indeg[i] = len(g.in[i])
 		g.pos[i] = -1
 	}
-	ready := &intHeap{}
+	g.order = make([]int, 0, n)
+	var ready minHeap
 	for i := range n {
 		if indeg[i] == 0 {
-			heap.Push(ready, i)
+			ready.push(i)
 		}
 	}
-	for ready.Len() > 0 {
-		i := heap.Pop(ready).(int)
+	for len(ready) > 0 {
+		i := ready.pop()
 		g.pos[i] = len(g.order)
 		g.order = append(g.order, i)
 		for _, ei := range g.out[i] {
 			t := g.edges[ei].to
 			if indeg[t]--; indeg[t] == 0 {
-				heap.Push(ready, t)
+				ready.push(t)
 			}
 		}
 	}
@@ -311,21 +370,27 @@ func (g *graph) ids(nodes []int) []string {
 	return ids
 }
 
-// neighbours returns the distinct sources (or targets) of edges, in Order.
+// neighbours returns the distinct sources (or targets) of edges, in Order,
+// in a scratch slice that the next call reuses.
 func (g *graph) neighbours(edges []int, sources bool) []int {
-	ns := []int{}
-	seen := map[int]bool{}
+	ns := g.nb[:0]
+	// mark[x] == stamp: x is in ns already (a slice, not a map per call).
+	if g.mark == nil {
+		g.mark = make([]int, len(g.w.Nodes))
+	}
+	g.stamp++
 	for _, ei := range edges {
 		x := g.edges[ei].to
 		if sources {
 			x = g.edges[ei].from
 		}
-		if !seen[x] {
-			seen[x] = true
+		if g.mark[x] != g.stamp {
+			g.mark[x] = g.stamp
 			ns = append(ns, x)
 		}
 	}
 	slices.SortFunc(ns, func(a, b int) int { return cmp.Compare(g.pos[a], g.pos[b]) })
+	g.nb = ns
 	return ns
 }
 
@@ -384,14 +449,16 @@ func (g *graph) loopBody(i int) []int {
 		return []int{i}
 	}
 	lo, hi := g.window(b, i)
-	desc := g.reach(b, false, lo, hi)
+	desc, dt := g.reach(0, b, false, lo, hi)
+	defer g.unreach(0, dt)
 	if !desc[i] {
 		return nil
 	}
-	anc := g.reach(i, true, lo, hi)
+	anc, at := g.reach(1, i, true, lo, hi)
+	defer g.unreach(1, at)
 	body := []int{b, i}
-	for _, x := range g.order {
-		if desc[x] && anc[x] && x != b && x != i {
+	for _, x := range dt {
+		if anc[x] && x != b && x != i && g.pos[x] >= 0 {
 			body = append(body, x)
 		}
 	}
@@ -402,7 +469,12 @@ func (g *graph) loopBody(i int) []int {
 // ancestor reports whether a is a forward ancestor of b.
 func (g *graph) ancestor(a, b int) bool {
 	lo, hi := g.window(a, b)
-	return lo <= hi && g.reach(b, true, lo, hi)[a]
+	if lo > hi {
+		return false
+	}
+	anc, at := g.reach(0, b, true, lo, hi)
+	defer g.unreach(0, at)
+	return anc[a]
 }
 
 // window returns the range of Order positions that a node on a path from a
@@ -424,9 +496,16 @@ func (g *graph) window(a, b int) (lo, hi int) {
 
 // reach marks the nodes reachable from start over forward edges (against
 // them if backward), not counting start unless it lies on a cycle, and
-// skipping ordered nodes whose position is outside [lo, hi].
-func (g *graph) reach(start int, backward bool, lo, hi int) []bool {
-	seen := make([]bool, len(g.w.Nodes))
+// skipping ordered nodes whose position is outside [lo, hi]. It marks them
+// in scratch slot 0 or 1, which the caller clears with unreach when done
+// (a loop's walk stays in its window: allocating and clearing a slice of
+// every node per loop would cost O(loops × nodes)). The marked nodes are
+// returned too, in the order found.
+func (g *graph) reach(slot, start int, backward bool, lo, hi int) (seen []bool, marked []int) {
+	if g.seen[slot] == nil {
+		g.seen[slot] = make([]bool, len(g.w.Nodes))
+	}
+	seen = g.seen[slot]
 	stack := []int{start}
 	for len(stack) > 0 {
 		x := stack[len(stack)-1]
@@ -444,21 +523,57 @@ func (g *graph) reach(start int, backward bool, lo, hi int) []bool {
 				continue
 			}
 			seen[y] = true
+			marked = append(marked, y)
 			stack = append(stack, y)
 		}
 	}
-	return seen
+	return seen, marked
 }
 
-type intHeap []int
+// unreach clears the marks reach left in a scratch slot.
+func (g *graph) unreach(slot int, marked []int) {
+	for _, x := range marked {
+		g.seen[slot][x] = false
+	}
+}
 
-func (h intHeap) Len() int           { return len(h) }
-func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *intHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *intHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+// A minHeap of node indexes; typed, so pushing does not box each int as
+// container/heap would.
+type minHeap []int
+
+func (h *minHeap) push(x int) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p] <= a[i] {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *minHeap) pop() int {
+	a := *h
+	x := a[0]
+	last := len(a) - 1
+	a[0] = a[last]
+	a = a[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(a) && a[l] < a[m] {
+			m = l
+		}
+		if r := l + 1; r < len(a) && a[r] < a[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
 	return x
 }

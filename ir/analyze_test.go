@@ -274,6 +274,24 @@ func TestAnalyzeDuplicateEdges(t *testing.T) {
 	}
 }
 
+func TestAnalyzeDuplicateEdgeTerminal(t *testing.T) {
+	// A dropped duplicate must not shift which edge kinds a node's
+	// out-edges have: b leaves only on error, so it may end the run. (Once,
+	// the kinds were read from w.Edges by the index of the deduplicated
+	// list, and b looked like it had an after dependent.)
+	w := wf("dup", []Node{
+		task("a"),
+		task("b", func(n *Node) { n.OnError = ids("c") }),
+		task("c"),
+	}, []Edge{after("a", "b"), after("a", "b"), edge("b", "c", EdgeError)})
+	if err := Analyze(w); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"b", "c"}, w.Terminals); diff != "" {
+		t.Errorf("terminals (-want +got):\n%s", diff)
+	}
+}
+
 func TestAgentWithoutChoice(t *testing.T) {
 	// An agent with neither routes nor default always passes a real token
 	// to its after-dependents.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -70,8 +71,36 @@ type validator struct {
 	ps       []Problem
 }
 
-func (v *validator) addf(path, format string, args ...any) {
-	v.ps = append(v.ps, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+func (v *validator) addf(p *path, format string, args ...any) {
+	v.ps = append(v.ps, Problem{Path: p.String(), Message: fmt.Sprintf(format, args...)})
+}
+
+// A path is the JSON pointer of a value, spelt out only when a problem is
+// reported there: building a string for every value checked cost more than
+// the checks. Paths live on the stack of the checks that extend them.
+type path struct {
+	up  *path
+	seg string // "/name"; unused when num >= 0
+	num int    // an array index, or -1
+}
+
+// at returns the top-level path seg ("/nodes").
+func at(seg string) *path { return &path{seg: seg, num: -1} }
+
+// at returns p extended by seg ("/with").
+func (p *path) at(seg string) *path { return &path{up: p, seg: seg, num: -1} }
+
+// idx returns p extended by an array index.
+func (p *path) idx(k int) *path { return &path{up: p, num: k} }
+
+func (p *path) String() string {
+	if p == nil {
+		return ""
+	}
+	if p.num >= 0 {
+		return p.up.String() + "/" + strconv.Itoa(p.num)
+	}
+	return p.up.String() + p.seg
 }
 
 func (v *validator) header() {
@@ -79,71 +108,71 @@ func (v *validator) header() {
 	switch w.IRVersion {
 	case Version:
 	case "":
-		v.addf("/ir_version", "missing ir_version")
+		v.addf(at("/ir_version"), "missing ir_version")
 	default:
-		v.addf("/ir_version", "unsupported ir_version %q (want %q)", w.IRVersion, Version)
+		v.addf(at("/ir_version"), "unsupported ir_version %q (want %q)", w.IRVersion, Version)
 	}
 	if w.Name == "" {
-		v.addf("/name", "missing workflow name")
+		v.addf(at("/name"), "missing workflow name")
 	}
 	if w.Settings.DeadlineMS < 0 {
-		v.addf("/settings/deadline_ms", "must not be negative")
+		v.addf(at("/settings/deadline_ms"), "must not be negative")
 	}
 	if w.Settings.MaxHops < 0 {
-		v.addf("/settings/max_hops", "must not be negative")
+		v.addf(at("/settings/max_hops"), "must not be negative")
 	}
 	if w.Settings.MaxFanout < 0 {
-		v.addf("/settings/max_fanout", "must not be negative")
+		v.addf(at("/settings/max_fanout"), "must not be negative")
 	}
 }
 
 func (v *validator) inputs() {
 	seen := map[string]bool{}
 	for i, in := range v.w.Inputs {
-		p := fmt.Sprintf("/inputs/%d", i)
-		v.name(p+"/name", in.Name, "input", seen)
-		v.typ(p+"/type", &in.Type, 1)
+		p := at("/inputs").idx(i)
+		v.name(p.at("/name"), in.Name, "input", seen)
+		v.typ(p.at("/type"), &in.Type, 1)
 		if in.Default != nil {
-			v.json(p+"/default", in.Default)
+			v.json(p.at("/default"), in.Default)
 		}
 		if in.Required && in.Default != nil {
-			v.addf(p+"/required", "an input with a default cannot be required")
+			v.addf(p.at("/required"), "an input with a default cannot be required")
 		}
-		v.loc(p+"/loc", in.Loc)
+		v.loc(p.at("/loc"), in.Loc)
 	}
 }
 
 func (v *validator) outputs() {
 	seen := map[string]bool{}
 	for i, out := range v.w.Outputs {
-		p := fmt.Sprintf("/outputs/%d", i)
-		v.name(p+"/name", out.Name, "output", seen)
-		v.expr(p+"/expr", &out.Expr)
-		v.loc(p+"/loc", out.Loc)
+		p := at("/outputs").idx(i)
+		v.name(p.at("/name"), out.Name, "output", seen)
+		v.expr(p.at("/expr"), &out.Expr)
+		v.loc(p.at("/loc"), out.Loc)
 	}
 }
 
 func (v *validator) handlerDecls() {
 	for i, h := range v.w.Handlers {
-		p := fmt.Sprintf("/handlers/%d", i)
+		p := at("/handlers").idx(i)
 		switch {
 		case h.Name == "":
-			v.addf(p+"/name", "missing handler name")
+			v.addf(p.at("/name"), "missing handler name")
 		case v.handlers[h.Name]:
-			v.addf(p+"/name", "duplicate handler %q", h.Name)
+			v.addf(p.at("/name"), "duplicate handler %q", h.Name)
 		case i > 0 && h.Name < v.w.Handlers[i-1].Name:
-			v.addf(p+"/name", "handlers must be sorted by name: %q comes after %q", h.Name, v.w.Handlers[i-1].Name)
+			v.addf(p.at("/name"), "handlers must be sorted by name: %q comes after %q", h.Name, v.w.Handlers[i-1].Name)
 		}
 		v.handlers[h.Name] = true
-		v.typ(p+"/config", &h.Config, 1)
-		v.typ(p+"/output", &h.Output, 1)
-		v.loc(p+"/loc", h.Loc)
+		v.typ(p.at("/config"), &h.Config, 1)
+		v.typ(p.at("/output"), &h.Output, 1)
+		v.loc(p.at("/loc"), h.Loc)
 	}
 }
 
 func (v *validator) nodes() {
 	if len(v.w.Nodes) > MaxNodes {
-		v.addf("/nodes", "%d nodes, over the limit of %d", len(v.w.Nodes), MaxNodes)
+		v.addf(at("/nodes"), "%d nodes, over the limit of %d", len(v.w.Nodes), MaxNodes)
 	}
 	seen := map[string]bool{}
 	for i := range v.w.Nodes {
@@ -153,145 +182,145 @@ func (v *validator) nodes() {
 
 func (v *validator) node(i int, seen map[string]bool) {
 	n := &v.w.Nodes[i]
-	p := fmt.Sprintf("/nodes/%d", i)
-	v.name(p+"/id", n.ID, "node", seen)
+	p := at("/nodes").idx(i)
+	v.name(p.at("/id"), n.ID, "node", seen)
 
 	// Each type carries exactly its own option.
 	has := map[string]bool{"handler": n.Handler != "", "agent": n.Agent != nil, "human": n.Human != nil, "flow": n.Flow != nil}
 	own := map[string]string{NodeTask: "handler", NodeAgent: "agent", NodeHuman: "human", NodeFlow: "flow"}
 	if want, ok := own[n.Type]; ok {
 		if !has[want] {
-			v.addf(p+"/"+want, "%s %s node needs %s", article(n.Type), n.Type, want)
+			v.addf(p.at("/"+want), "%s %s node needs %s", article(n.Type), n.Type, want)
 		}
 		for _, opt := range []string{"handler", "agent", "human", "flow"} {
 			if has[opt] && opt != want {
-				v.addf(p+"/"+opt, "%s %s node cannot have %s", article(n.Type), n.Type, opt)
+				v.addf(p.at("/"+opt), "%s %s node cannot have %s", article(n.Type), n.Type, opt)
 			}
 		}
 	} else {
-		v.addf(p+"/type", "invalid node type %q (want task, agent, human or flow)", n.Type)
+		v.addf(p.at("/type"), "invalid node type %q (want task, agent, human or flow)", n.Type)
 	}
 	if n.Agent != nil && n.Branch != nil {
-		v.addf(p+"/branch", "an agent node routes with agent.routes; it cannot also have a branch")
+		v.addf(p.at("/branch"), "an agent node routes with agent.routes; it cannot also have a branch")
 	}
 	if n.Handler != "" && !v.handlers[n.Handler] {
-		v.addf(p+"/handler", "handler %q is not declared in /handlers", n.Handler)
+		v.addf(p.at("/handler"), "handler %q is not declared in /handlers", n.Handler)
 	}
-	v.loc(p+"/loc", n.Loc)
+	v.loc(p.at("/loc"), n.Loc)
 
-	v.params(p+"/with", n.With)
+	v.params(p.at("/with"), n.With)
 	if n.OutputType != nil {
-		v.typ(p+"/output_type", n.OutputType, 1)
+		v.typ(p.at("/output_type"), n.OutputType, 1)
 	}
 	if n.Join != JoinAll && n.Join != JoinAny {
-		v.addf(p+"/join", "invalid join %q (want all or any)", n.Join)
+		v.addf(p.at("/join"), "invalid join %q (want all or any)", n.Join)
 	}
 	if n.When != nil {
-		v.expr(p+"/when", n.When)
+		v.expr(p.at("/when"), n.When)
 	}
 	if f := n.ForEach; f != nil {
 		if !isIdent(f.Var) {
-			v.addf(p+"/for_each/var", "invalid variable name %q", f.Var)
+			v.addf(p.at("/for_each/var"), "invalid variable name %q", f.Var)
 		}
-		v.expr(p+"/for_each/items", &f.Items)
+		v.expr(p.at("/for_each/items"), &f.Items)
 		if f.Parallel < 0 {
-			v.addf(p+"/for_each/parallel", "must not be negative")
+			v.addf(p.at("/for_each/parallel"), "must not be negative")
 		}
 	}
 	if r := n.Retry; r != nil {
 		if r.Attempts < 1 {
-			v.addf(p+"/retry/attempts", "must be at least 1")
+			v.addf(p.at("/retry/attempts"), "must be at least 1")
 		}
 		if r.Backoff != BackoffFixed && r.Backoff != BackoffLinear && r.Backoff != BackoffExponential {
-			v.addf(p+"/retry/backoff", "invalid backoff %q (want fixed, linear or exponential)", r.Backoff)
+			v.addf(p.at("/retry/backoff"), "invalid backoff %q (want fixed, linear or exponential)", r.Backoff)
 		}
 		if r.DelayMS < 0 {
-			v.addf(p+"/retry/delay_ms", "must not be negative")
+			v.addf(p.at("/retry/delay_ms"), "must not be negative")
 		}
 		if r.MaxDelayMS < 0 {
-			v.addf(p+"/retry/max_delay_ms", "must not be negative")
+			v.addf(p.at("/retry/max_delay_ms"), "must not be negative")
 		} else if r.MaxDelayMS > 0 && r.MaxDelayMS < r.DelayMS {
-			v.addf(p+"/retry/max_delay_ms", "max delay %dms is less than the delay %dms", r.MaxDelayMS, r.DelayMS)
+			v.addf(p.at("/retry/max_delay_ms"), "max delay %dms is less than the delay %dms", r.MaxDelayMS, r.DelayMS)
 		}
 	}
 	if n.TimeoutMS < 0 {
-		v.addf(p+"/timeout_ms", "must not be negative")
+		v.addf(p.at("/timeout_ms"), "must not be negative")
 	}
 	if b := n.Branch; b != nil {
 		if len(b.Rules) == 0 {
-			v.addf(p+"/branch/rules", "a branch needs at least one rule")
+			v.addf(p.at("/branch/rules"), "a branch needs at least one rule")
 		}
 		for r := range b.Rules {
-			rp := fmt.Sprintf("%s/branch/rules/%d", p, r)
-			v.expr(rp+"/when", &b.Rules[r].When)
-			v.targets(rp+"/targets", n.ID, b.Rules[r].Targets)
+			rp := p.at("/branch/rules").idx(r)
+			v.expr(rp.at("/when"), &b.Rules[r].When)
+			v.targets(rp.at("/targets"), n.ID, b.Rules[r].Targets)
 		}
-		v.targets(p+"/branch/default", n.ID, b.Default)
+		v.targets(p.at("/branch/default"), n.ID, b.Default)
 	}
 	if l := n.Loop; l != nil {
-		v.expr(p+"/loop/while", &l.While)
+		v.expr(p.at("/loop/while"), &l.While)
 		if l.Max < 1 {
-			v.addf(p+"/loop/max", "must be at least 1")
+			v.addf(p.at("/loop/max"), "must be at least 1")
 		}
 		if l.BackTo == "" {
-			v.addf(p+"/loop/back_to", "missing back_to")
+			v.addf(p.at("/loop/back_to"), "missing back_to")
 		} else if _, ok := v.g.index[l.BackTo]; !ok {
-			v.addf(p+"/loop/back_to", "unknown node %q", l.BackTo)
+			v.addf(p.at("/loop/back_to"), "unknown node %q", l.BackTo)
 		}
-		v.targets(p+"/loop/exhausted", n.ID, l.Exhausted)
+		v.targets(p.at("/loop/exhausted"), n.ID, l.Exhausted)
 	}
-	v.targets(p+"/on_error", n.ID, n.OnError)
+	v.targets(p.at("/on_error"), n.ID, n.OnError)
 	if c := n.Compensate; c != nil {
 		if c.Handler == "" {
-			v.addf(p+"/compensate/handler", "missing handler")
+			v.addf(p.at("/compensate/handler"), "missing handler")
 		} else if !v.handlers[c.Handler] {
-			v.addf(p+"/compensate/handler", "handler %q is not declared in /handlers", c.Handler)
+			v.addf(p.at("/compensate/handler"), "handler %q is not declared in /handlers", c.Handler)
 		}
-		v.params(p+"/compensate/with", c.With)
+		v.params(p.at("/compensate/with"), c.With)
 	}
 	if a := n.Agent; a != nil {
 		if a.Model == "" {
-			v.addf(p+"/agent/model", "missing model")
+			v.addf(p.at("/agent/model"), "missing model")
 		}
 		if t := a.Temperature; t != nil && (math.IsNaN(*t) || math.IsInf(*t, 0) || *t < 0) {
-			v.addf(p+"/agent/temperature", "must be a non-negative number")
+			v.addf(p.at("/agent/temperature"), "must be a non-negative number")
 		}
-		v.value(p+"/agent/prompt", &a.Prompt)
-		v.targets(p+"/agent/routes", n.ID, a.Routes)
-		v.targets(p+"/agent/default", n.ID, a.Default)
+		v.value(p.at("/agent/prompt"), &a.Prompt)
+		v.targets(p.at("/agent/routes"), n.ID, a.Routes)
+		v.targets(p.at("/agent/default"), n.ID, a.Default)
 	}
 	if h := n.Human; h != nil {
 		for k, a := range h.Approvers {
 			if a == "" {
-				v.addf(fmt.Sprintf("%s/human/approvers/%d", p, k), "empty approver")
+				v.addf(p.at("/human/approvers").idx(k), "empty approver")
 			}
 		}
 		if h.TimeoutMS < 0 {
-			v.addf(p+"/human/timeout_ms", "must not be negative")
+			v.addf(p.at("/human/timeout_ms"), "must not be negative")
 		}
 		switch h.OnTimeout {
 		case "", TimeoutApprove, TimeoutReject, TimeoutFail:
 		default:
-			v.addf(p+"/human/on_timeout", "invalid on_timeout %q (want approve, reject or fail)", h.OnTimeout)
+			v.addf(p.at("/human/on_timeout"), "invalid on_timeout %q (want approve, reject or fail)", h.OnTimeout)
 		}
-		v.targets(p+"/human/on_reject", n.ID, h.OnReject)
+		v.targets(p.at("/human/on_reject"), n.ID, h.OnReject)
 		if h.Prompt != nil {
-			v.value(p+"/human/prompt", h.Prompt)
+			v.value(p.at("/human/prompt"), h.Prompt)
 		}
 	}
 	if f := n.Flow; f != nil {
 		if f.Uses == "" {
-			v.addf(p+"/flow/uses", "missing uses")
+			v.addf(p.at("/flow/uses"), "missing uses")
 		}
-		v.params(p+"/flow/with", f.With)
+		v.params(p.at("/flow/with"), f.With)
 	}
 }
 
 // targets checks a list of node ids that a node routes to.
-func (v *validator) targets(path, self string, ids []string) {
+func (v *validator) targets(path *path, self string, ids []string) {
 	seen := map[string]bool{}
 	for k, id := range ids {
-		tp := fmt.Sprintf("%s/%d", path, k)
+		tp := path.idx(k)
 		_, known := v.g.index[id]
 		switch {
 		case !known:
@@ -305,7 +334,7 @@ func (v *validator) targets(path, self string, ids []string) {
 	}
 }
 
-func (v *validator) name(path, name, what string, seen map[string]bool) {
+func (v *validator) name(path *path, name, what string, seen map[string]bool) {
 	switch {
 	case !isIdent(name):
 		v.addf(path, "invalid %s name %q (want [A-Za-z_][A-Za-z0-9_]*)", what, name)
@@ -315,40 +344,40 @@ func (v *validator) name(path, name, what string, seen map[string]bool) {
 	seen[name] = true
 }
 
-func (v *validator) params(path string, ps []Param) {
+func (v *validator) params(path *path, ps []Param) {
 	seen := map[string]bool{}
 	for k := range ps {
-		pp := fmt.Sprintf("%s/%d", path, k)
-		v.name(pp+"/name", ps[k].Name, "parameter", seen)
-		v.value(pp+"/value", &ps[k].Value)
+		pp := path.idx(k)
+		v.name(pp.at("/name"), ps[k].Name, "parameter", seen)
+		v.value(pp.at("/value"), &ps[k].Value)
 	}
 }
 
-func (v *validator) value(path string, val *Value) {
+func (v *validator) value(path *path, val *Value) {
 	set := 0
 	if val.Const != nil {
 		set++
-		v.json(path+"/const", val.Const)
+		v.json(path.at("/const"), val.Const)
 	}
 	if val.Expr != nil {
 		set++
-		v.expr(path+"/expr", val.Expr)
+		v.expr(path.at("/expr"), val.Expr)
 	}
 	if val.Template != nil {
 		set++
 		for k, part := range val.Template {
-			pp := fmt.Sprintf("%s/template/%d", path, k)
+			pp := path.at("/template").idx(k)
 			switch {
 			case part.Text != "" && part.Expr != nil:
 				v.addf(pp, "a template part has either text or expr, not both")
 			case part.Expr != nil:
-				v.expr(pp+"/expr", part.Expr)
+				v.expr(pp.at("/expr"), part.Expr)
 			case part.Text == "":
 				v.addf(pp, "a template part needs text or expr")
 			}
 		}
 		if len(val.Template) == 0 {
-			v.addf(path+"/template", "empty template")
+			v.addf(path.at("/template"), "empty template")
 		}
 	}
 	if set != 1 {
@@ -357,7 +386,7 @@ func (v *validator) value(path string, val *Value) {
 }
 
 // json checks an embedded JSON value: well-formed and not nested too deeply.
-func (v *validator) json(path string, raw json.RawMessage) {
+func (v *validator) json(path *path, raw json.RawMessage) {
 	if !json.Valid(raw) {
 		v.addf(path, "invalid JSON value")
 		return
@@ -382,17 +411,17 @@ func (v *validator) json(path string, raw json.RawMessage) {
 	}
 }
 
-func (v *validator) expr(path string, e *Expr) {
+func (v *validator) expr(path *path, e *Expr) {
 	if strings.TrimSpace(e.CEL) == "" {
-		v.addf(path+"/cel", "empty expression")
+		v.addf(path.at("/cel"), "empty expression")
 	}
 	if e.Type != nil {
-		v.typ(path+"/type", e.Type, 1)
+		v.typ(path.at("/type"), e.Type, 1)
 	}
-	v.loc(path+"/loc", e.Loc)
+	v.loc(path.at("/loc"), e.Loc)
 }
 
-func (v *validator) loc(path string, l *Loc) {
+func (v *validator) loc(path *path, l *Loc) {
 	if l != nil && (l.Line < 0 || l.Col < 0 || l.EndLine < 0 || l.EndCol < 0) {
 		v.addf(path, "negative line or column")
 	}
@@ -403,32 +432,88 @@ var typeKinds = map[string]bool{
 	KindAny: true, KindList: true, KindMap: true, KindObject: true, KindNull: true,
 }
 
-func (v *validator) typ(path string, t *Type, depth int) {
-	if depth > MaxTypeDepth {
-		v.addf(path, "type nested more than %d levels deep", MaxTypeDepth)
-		return
+func (v *validator) typ(p *path, t *Type, depth int) {
+	// Not recursive, so p stays on the caller's stack: typAt's recursion
+	// would make every path passed here escape.
+	if !typeOK(t, depth) {
+		v.typAt(p.String(), t, depth)
 	}
-	if !typeKinds[t.Kind] {
-		v.addf(path+"/kind", "invalid type kind %q", t.Kind)
+}
+
+// typeOK reports whether typAt would find no problem in t.
+func typeOK(t *Type, depth int) bool {
+	if depth > MaxTypeDepth || !typeKinds[t.Kind] {
+		return false
 	}
 	container := t.Kind == KindList || t.Kind == KindMap
 	switch {
 	case container && t.Elem == nil:
-		v.addf(path+"/elem", "a %s type needs elem", t.Kind)
+		return false
 	case container:
-		v.typ(path+"/elem", t.Elem, depth+1)
+		if !typeOK(t.Elem, depth+1) {
+			return false
+		}
 	case t.Elem != nil:
-		v.addf(path+"/elem", "only list and map types have elem")
+		return false
 	}
 	if t.Kind != KindObject && len(t.Fields) > 0 {
-		v.addf(path+"/fields", "only object types have fields")
+		return false
+	}
+	var seen map[string]bool // for many fields; few are compared pairwise
+	if len(t.Fields) > 16 {
+		seen = make(map[string]bool, len(t.Fields))
+	}
+	for k := range t.Fields {
+		name := t.Fields[k].Name
+		if !isIdent(name) {
+			return false
+		}
+		if seen != nil {
+			if seen[name] {
+				return false
+			}
+			seen[name] = true
+		} else {
+			for j := range k {
+				if t.Fields[j].Name == name {
+					return false
+				}
+			}
+		}
+		if !typeOK(&t.Fields[k].Type, depth+1) {
+			return false
+		}
+	}
+	return true
+}
+
+// typAt reports the problems of a type at path.
+func (v *validator) typAt(path string, t *Type, depth int) {
+	if depth > MaxTypeDepth {
+		v.addf(at(path), "type nested more than %d levels deep", MaxTypeDepth)
+		return
+	}
+	if !typeKinds[t.Kind] {
+		v.addf(at(path+"/kind"), "invalid type kind %q", t.Kind)
+	}
+	container := t.Kind == KindList || t.Kind == KindMap
+	switch {
+	case container && t.Elem == nil:
+		v.addf(at(path+"/elem"), "a %s type needs elem", t.Kind)
+	case container:
+		v.typAt(path+"/elem", t.Elem, depth+1)
+	case t.Elem != nil:
+		v.addf(at(path+"/elem"), "only list and map types have elem")
+	}
+	if t.Kind != KindObject && len(t.Fields) > 0 {
+		v.addf(at(path+"/fields"), "only object types have fields")
 		return
 	}
 	seen := map[string]bool{}
 	for k := range t.Fields {
 		fp := fmt.Sprintf("%s/fields/%d", path, k)
-		v.name(fp+"/name", t.Fields[k].Name, "field", seen)
-		v.typ(fp+"/type", &t.Fields[k].Type, depth+1)
+		v.name(at(fp+"/name"), t.Fields[k].Name, "field", seen)
+		v.typAt(fp+"/type", &t.Fields[k].Type, depth+1)
 	}
 }
 
@@ -440,18 +525,18 @@ var edgeKinds = map[string]bool{
 type edgeKey struct{ from, to, kind string }
 
 func (v *validator) edges() {
-	first := map[edgeKey]int{}
+	first := make(map[edgeKey]int, len(v.w.Edges))
 	implied, order := v.implied()
 	for k, e := range v.w.Edges {
-		p := fmt.Sprintf("/edges/%d", k)
+		p := at("/edges").idx(k)
 		ok := true
 		if !edgeKinds[e.Kind] {
-			v.addf(p+"/kind", "invalid edge kind %q", e.Kind)
+			v.addf(p.at("/kind"), "invalid edge kind %q", e.Kind)
 			ok = false
 		}
 		for _, end := range [...]struct{ field, id string }{{"from", e.From}, {"to", e.To}} {
 			if _, known := v.g.index[end.id]; !known {
-				v.addf(p+"/"+end.field, "unknown node %q", end.id)
+				v.addf(p.at("/"+end.field), "unknown node %q", end.id)
 				ok = false
 			}
 		}
@@ -465,78 +550,108 @@ func (v *validator) edges() {
 			v.addf(p, "a %s edge cannot go from a node to itself", e.Kind)
 		}
 		if ok && e.Kind != EdgeAfter {
-			if _, want := implied[key]; want {
-				implied[key] = "" // seen
+			if o, want := implied[key]; want {
+				o.seen = true
+				implied[key] = o
 			} else {
 				v.addf(p, "%s edge %s -> %s is not implied by the configuration of node %q", e.Kind, e.From, e.To, e.From)
 			}
 		}
 	}
 	for _, key := range order {
-		if path := implied[key]; path != "" {
-			v.addf(path, "missing %s edge %s -> %s in /edges", key.kind, key.from, key.to)
+		if o := implied[key]; !o.seen {
+			v.addf(o.path(), "missing %s edge %s -> %s in /edges", key.kind, key.from, key.to)
 		}
 	}
 }
 
+// An origin is the node option that calls for an edge: node's field (or
+// its branch rule's targets), entry k of the list (k < 0: the field itself).
+type origin struct {
+	node, rule, k int // rule < 0: not a branch rule
+	field         string
+	seen          bool // the edge is in /edges
+}
+
+func (o origin) path() *path {
+	p := at("/nodes").idx(o.node)
+	if o.rule >= 0 {
+		p = p.at("/branch/rules").idx(o.rule).at("/targets")
+	} else {
+		p = p.at(o.field)
+	}
+	if o.k >= 0 {
+		p = p.idx(o.k)
+	}
+	return p
+}
+
 // implied returns the non-after edges that the node options call for,
 // each with the path of the option that calls for it, and their order.
-func (v *validator) implied() (map[edgeKey]string, []edgeKey) {
-	m := map[edgeKey]string{}
+func (v *validator) implied() (map[edgeKey]origin, []edgeKey) {
+	m := map[edgeKey]origin{}
 	var order []edgeKey
-	add := func(path, from string, tos []string, kind string) {
+	add := func(o origin, from string, tos []string, kind string) {
 		for k, to := range tos {
 			key := edgeKey{from, to, kind}
-			if _, known := v.g.index[to]; !known || m[key] != "" {
+			if _, known := v.g.index[to]; !known {
 				continue // unknown targets are reported with the node
 			}
-			m[key] = fmt.Sprintf("%s/%d", path, k)
+			if _, dup := m[key]; dup {
+				continue
+			}
+			o.k = k
+			m[key] = o
 			order = append(order, key)
 		}
 	}
 	for i := range v.w.Nodes {
 		n := &v.w.Nodes[i]
-		p := fmt.Sprintf("/nodes/%d", i)
+		field := func(f string) origin { return origin{node: i, rule: -1, field: f} }
 		if b := n.Branch; b != nil {
 			for r := range b.Rules {
-				add(fmt.Sprintf("%s/branch/rules/%d/targets", p, r), n.ID, b.Rules[r].Targets, EdgeBranch)
+				add(origin{node: i, rule: r}, n.ID, b.Rules[r].Targets, EdgeBranch)
 			}
-			add(p+"/branch/default", n.ID, b.Default, EdgeDefault)
+			add(field("/branch/default"), n.ID, b.Default, EdgeDefault)
 		}
 		if a := n.Agent; a != nil {
-			add(p+"/agent/routes", n.ID, a.Routes, EdgeRoute)
-			add(p+"/agent/default", n.ID, a.Default, EdgeDefault)
+			add(field("/agent/routes"), n.ID, a.Routes, EdgeRoute)
+			add(field("/agent/default"), n.ID, a.Default, EdgeDefault)
 		}
 		if l := n.Loop; l != nil {
-			if key := (edgeKey{n.ID, l.BackTo, EdgeLoop}); m[key] == "" {
+			if key := (edgeKey{n.ID, l.BackTo, EdgeLoop}); !hasKey(m, key) {
 				if _, known := v.g.index[l.BackTo]; known {
-					m[key] = p + "/loop/back_to"
+					o := field("/loop/back_to")
+					o.k = -1
+					m[key] = o
 					order = append(order, key)
 				}
 			}
-			add(p+"/loop/exhausted", n.ID, l.Exhausted, EdgeExhausted)
+			add(field("/loop/exhausted"), n.ID, l.Exhausted, EdgeExhausted)
 		}
-		add(p+"/on_error", n.ID, n.OnError, EdgeError)
+		add(field("/on_error"), n.ID, n.OnError, EdgeError)
 		if h := n.Human; h != nil {
-			add(p+"/human/on_reject", n.ID, h.OnReject, EdgeReject)
+			add(field("/human/on_reject"), n.ID, h.OnReject, EdgeReject)
 		}
 	}
 	return m, order
 }
 
+func hasKey(m map[edgeKey]origin, k edgeKey) bool { _, ok := m[k]; return ok }
+
 // graph checks what needs the whole forward graph.
 func (v *validator) graph() {
 	g := v.g
 	if len(v.w.Nodes) == 0 {
-		v.addf("/nodes", "a workflow needs at least one node")
+		v.addf(at("/nodes"), "a workflow needs at least one node")
 		return
 	}
 	if g.cycle != nil {
-		path := "/edges"
+		p := at("/edges")
 		if k := g.cycleEdge(); k >= 0 {
-			path = fmt.Sprintf("/edges/%d", k)
+			p = p.idx(k)
 		}
-		v.addf(path, "%s", g.cycleMessage())
+		v.addf(p, "%s", g.cycleMessage())
 	}
 	terminals := 0
 	for i := range v.w.Nodes {
@@ -547,18 +662,18 @@ func (v *validator) graph() {
 		// to the node limit.
 		limit := max(MaxOutEdges, min(v.w.Settings.MaxFanout, MaxNodes))
 		if len(g.out[i]) > limit {
-			v.addf(fmt.Sprintf("/nodes/%d", i), "%d forward out-edges, over the limit of %d", len(g.out[i]), limit)
+			v.addf(at("/nodes").idx(i), "%d forward out-edges, over the limit of %d", len(g.out[i]), limit)
 		}
 		n := &v.w.Nodes[i]
 		if n.Loop == nil {
 			continue
 		}
 		if b, ok := g.index[n.Loop.BackTo]; ok && b != i && !g.ancestor(b, i) {
-			v.addf(fmt.Sprintf("/nodes/%d/loop/back_to", i), "back_to %q must be the node itself or one of its forward ancestors", n.Loop.BackTo)
+			v.addf(at("/nodes").idx(i).at("/loop/back_to"), "back_to %q must be the node itself or one of its forward ancestors", n.Loop.BackTo)
 		}
 	}
 	if terminals == 0 {
-		v.addf("/nodes", "no terminal node: every node has a forward successor")
+		v.addf(at("/nodes"), "no terminal node: every node has a forward successor")
 	}
 }
 

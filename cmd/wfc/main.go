@@ -20,7 +20,23 @@ func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	if len(os.Args) > 1 {
+		setGCTarget(os.Args[1], os.Getenv("GOGC"))
+	}
 	return Run(ctx, env, os.Args[1:])
+}
+
+// setGCTarget raises the garbage collector's target for build and check:
+// short runs whose heap stays mostly live until they end, where collecting
+// at every doubling of the heap is wasted work (a 10,000-node workflow
+// builds with about a quarter less CPU for about 1.6 times the peak
+// memory; docs/performance.md). Only in the process's own Main, so the
+// long-running commands (run, worker, lsp) keep Go's default; a GOGC
+// setting in the environment wins.
+func setGCTarget(command, gogc string) {
+	if gogc == "" && (command == "build" || command == "check") {
+		debug.SetGCPercent(400)
+	}
 }
 
 // Run dispatches args (without the program name) to a command. It never

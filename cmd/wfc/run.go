@@ -115,7 +115,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 			return exitFailed
 		}
 	}
-	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec})
+	// Short blocking reads: stopping waits for the reads in progress, and
+	// these workers stop as soon as the run ends (a 1 s block made every
+	// `wfc run` last at least a second).
+	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec, Block: 100 * time.Millisecond})
 	defer eng.StopWorkers()
 	id, err := eng.Submit(ctx, w, in)
 	if err != nil {

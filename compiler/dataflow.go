@@ -321,7 +321,7 @@ func (s *state) joins() {
 			continue
 		}
 		nd := s.nodes[i]
-		if ji.Mode == ir.JoinAny && ji.Conditional == ji.Expect {
+		if ji.Mode == ir.JoinAny && ji.Conditional == ji.Expect && !ji.Covered {
 			s.errorf(diag.JoinAllSkippable, nd.ident.Range, "%s joins with `any`, but every incoming edge may deliver a skip token: it may never run", nd.id)
 		}
 	}

@@ -456,7 +456,22 @@ func (s *state) skeleton() *ir.Workflow {
 			in.When = &ir.Expr{CEL: n.when.Text}
 		}
 		if n.branch != nil {
+			// Rule targets and the else, for the coverage of joins after
+			// the branch (ir.Analyze); conditions are not needed.
 			in.Branch = &ir.Branch{}
+			for _, r := range n.branch.Rules {
+				var ts []string
+				for _, t := range r.Targets {
+					if t != nil {
+						ts = append(ts, t.Name)
+					}
+				}
+				if r.Else {
+					in.Branch.Default = append(in.Branch.Default, ts...)
+				} else {
+					in.Branch.Rules = append(in.Branch.Rules, ir.Rule{Targets: ts})
+				}
+			}
 		}
 		if len(n.routes) > 0 {
 			in.Agent = &ir.Agent{}

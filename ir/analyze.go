@@ -39,7 +39,9 @@ func Analyze(w *Workflow) error {
 					break
 				}
 			}
-			maySkip[i] = all
+			// All conditional, yet one may always be real: the sources
+			// cover every outcome of a branch.
+			maySkip[i] = all && !(len(g.in[i]) > 1 && g.covered(i, maySkip))
 		}
 	}
 
@@ -420,6 +422,63 @@ func hasAlternative(n *Node) bool {
 	return false
 }
 
+// covered reports whether node i's incoming edges cover every outcome of a
+// branch node b: whichever rule matches, or the else, some incoming edge of i
+// delivers a real token — straight from b, or through a target of that
+// outcome that runs whenever b picks it (its only incoming edge is b's, it has
+// no `when` and no alternative path, and its edge to i is a plain after).
+// Then i gets a real token whenever b runs, so b must be a node that cannot
+// be skipped and has no other way out (no on_error, no loop). Candidates are
+// the sources of i's edges and their single sources.
+func (g *graph) covered(i int, maySkip []bool) bool {
+	for _, ei := range g.in[i] {
+		f := g.edges[ei].from
+		if g.coversBranch(i, f, maySkip) {
+			return true
+		}
+		if len(g.in[f]) == 1 && g.coversBranch(i, g.edges[g.in[f][0]].from, maySkip) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *graph) coversBranch(i, b int, maySkip []bool) bool {
+	bn := &g.w.Nodes[b]
+	if bn.Branch == nil || len(bn.Branch.Default) == 0 || maySkip[b] || len(bn.OnError) > 0 ||
+		bn.Loop != nil || bn.Agent != nil || bn.Human != nil {
+		return false
+	}
+	id := g.w.Nodes[i].ID
+	// real: some incoming edge of i is real when b sends real tokens on its
+	// edges of this kind to these targets.
+	real := func(kind string, targets []string) bool {
+		for _, ei := range g.in[i] {
+			e := g.edges[ei]
+			if e.from == b {
+				if e.kind == kind && slices.Contains(targets, id) {
+					return true
+				}
+				continue
+			}
+			t := &g.w.Nodes[e.from]
+			if e.kind != EdgeAfter || t.When != nil || hasAlternative(t) || len(g.in[e.from]) != 1 {
+				continue
+			}
+			if be := g.edges[g.in[e.from][0]]; be.from == b && be.kind == kind && slices.Contains(targets, t.ID) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range bn.Branch.Rules {
+		if !real(EdgeBranch, r.Targets) {
+			return false
+		}
+	}
+	return real(EdgeDefault, bn.Branch.Default)
+}
+
 func (g *graph) joinInfo(i int, maySkip []bool) *JoinInfo {
 	node := &g.w.Nodes[i]
 	in := slices.Clone(g.in[i])
@@ -435,6 +494,7 @@ func (g *graph) joinInfo(i int, maySkip []bool) *JoinInfo {
 			ji.Conditional++
 		}
 	}
+	ji.Covered = ji.Conditional == ji.Expect && g.covered(i, maySkip)
 	return ji
 }
 

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,8 +71,8 @@ func TestAnalyze(t *testing.T) {
 			"send": {Deps: ids("merge"), Terminal: true},
 		}},
 	}, {
-		// Every branch target may be skipped, so the join after them may
-		// be too: the analysis does not know the rules are exhaustive.
+		// Every branch target may be skipped, but together they cover
+		// every outcome of score (two rules and an else): done always runs.
 		branchJoin(),
 		graphFacts{ids("start"), ids("done"), ids("start score big small other done"), map[string]facts{
 			"start": {Dependents: ids("score"), Entry: true},
@@ -79,8 +80,8 @@ func TestAnalyze(t *testing.T) {
 			"big":   {Deps: ids("score"), Dependents: ids("done"), MaySkip: true},
 			"small": {Deps: ids("score"), Dependents: ids("done"), MaySkip: true},
 			"other": {Deps: ids("score"), Dependents: ids("done"), MaySkip: true},
-			"done": {Deps: ids("big small other"), Terminal: true, MaySkip: true, Join: &JoinInfo{
-				Mode: JoinAll, Expect: 3, Conditional: 3,
+			"done": {Deps: ids("big small other"), Terminal: true, Join: &JoinInfo{
+				Mode: JoinAll, Expect: 3, Conditional: 3, Covered: true,
 				Incoming: []EdgeRef{ref("big", EdgeAfter, true), ref("small", EdgeAfter, true), ref("other", EdgeAfter, true)},
 			}},
 		}},
@@ -407,5 +408,46 @@ func TestTypeString(t *testing.T) {
 		if got := c.t.String(); got != c.want {
 			t.Errorf("String() = %q, want %q", got, c.want)
 		}
+	}
+}
+
+// A join covers a branch only when every outcome surely reaches it.
+func TestCoveredBranch(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		mod     func(w *Workflow)
+		covered bool
+	}{
+		{"rules and else", func(w *Workflow) {}, true},
+		{"no else", func(w *Workflow) {
+			w.Nodes[1].Branch.Default = nil
+			w.Edges = slices.DeleteFunc(w.Edges, func(e Edge) bool { return e.Kind == EdgeDefault })
+			w.Nodes = slices.DeleteFunc(w.Nodes, func(n Node) bool { return n.ID == "other" })
+			w.Edges = slices.DeleteFunc(w.Edges, func(e Edge) bool { return e.From == "other" })
+		}, false},
+		{"a target with when", func(w *Workflow) { w.Nodes[2].When = &Expr{CEL: "input.x"} }, false},
+		{"a target with on_error", func(w *Workflow) { w.Nodes[3].OnError = []string{"done"} }, false},
+		{"the branch node may be skipped", func(w *Workflow) { w.Nodes[1].When = &Expr{CEL: "input.x"} }, false},
+		{"the branch node has on_error", func(w *Workflow) { w.Nodes[1].OnError = []string{"big"} }, false},
+		{"one target misses the join", func(w *Workflow) {
+			w.Edges = slices.DeleteFunc(w.Edges, func(e Edge) bool { return e.From == "small" && e.To == "done" })
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := branchJoin()
+			c.mod(w)
+			if err := Analyze(w); err != nil {
+				t.Fatal(err)
+			}
+			var done *Node
+			for i := range w.Nodes {
+				if w.Nodes[i].ID == "done" {
+					done = &w.Nodes[i]
+				}
+			}
+			if got := done.JoinInfo != nil && done.JoinInfo.Covered; got != c.covered || done.MaySkip == c.covered {
+				t.Errorf("covered %v, may_skip %v; want covered %v", got, done.MaySkip, c.covered)
+			}
+		})
 	}
 }

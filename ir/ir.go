@@ -291,6 +291,10 @@ type JoinInfo struct {
 	Expect      int       `json:"expect"`
 	Incoming    []EdgeRef `json:"incoming"`
 	Conditional int       `json:"conditional"` // how many incoming edges may deliver a skip token
+	// Covered: every incoming edge may deliver a skip, yet one always
+	// delivers a real token when a branch node runs: they cover every
+	// outcome of its rules and else (docs/ir.md).
+	Covered bool `json:"covered,omitempty"`
 }
 
 // An EdgeRef represents one incoming edge of a join.

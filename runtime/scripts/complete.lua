@@ -11,14 +11,12 @@ if not checkmsg() then return fail('the message queue is not a queue of the run'
 local g = gnode(A.node)
 if not g then return fail('unknown node ' .. A.node) end
 if A.mode ~= 'ok' and A.mode ~= 'skip' and A.mode ~= 'fail' then return fail('bad mode ' .. tostring(A.mode)) end
-local realset = {}
+local realset, outset = {}, {}
+for _, o in ipairs(g.out or {}) do outset[o[1] .. '|' .. o[2]] = true end
 for _, e in ipairs(A.real or {}) do
-  local found = false
-  for _, o in ipairs(g.out or {}) do
-    if o[1] == e[1] and o[2] == e[2] then found = true end
-  end
-  if not found then return fail('node ' .. A.node .. ' has no edge to ' .. e[1] .. ' (' .. e[2] .. ')') end
-  realset[e[1] .. '|' .. e[2]] = true
+  local k = e[1] .. '|' .. e[2]
+  if not outset[k] then return fail('node ' .. A.node .. ' has no edge to ' .. e[1] .. ' (' .. e[2] .. ')') end
+  realset[k] = true
 end
 if A.loop and (A.mode ~= 'ok' or not g.back) then return fail('node ' .. A.node .. ' cannot loop') end
 local x = xkey(A.node, A.iter)

@@ -221,6 +221,7 @@ var (
 	topParser   = mustProduction[gTop]()
 	wItemParser = mustProduction[gWItem]()
 	itemParser  = mustProduction[gItem]()
+	paramParser = mustProduction[gParam]()
 )
 
 func mustProduction[P any]() *participle.Parser[P] {

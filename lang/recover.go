@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -419,6 +420,9 @@ func (p *parser) recoverWorkflowItems(toks []lexer.Token, bodyStart, bodyEnd int
 				(nodeKinds[toks[k].Value] || (n-k >= 3 && (isPunct(toks[k+2], "{") || toks[k+2].Value == "after" || toks[k+2].Value == "join"))) {
 				return p.recoverNode(toks, k, n)
 			}
+			if p.recoverParams(toks, k, n, "output", strings.TrimPrefix(where, " of ")) {
+				return &ast.Bad{Range: source.Range{Start: toks[k].Pos.Offset, End: endOf(toks, n)}}
+			}
 			if nodeKinds[toks[k].Value] && toks[k+1].Type != tIdent {
 				p.rp.Add(diag.SyntaxError, p.tokenRange(toks[k+1]), fmt.Sprintf("expected a name after %q, found %s", toks[k].Value, describe(&toks[k+1])))
 			} else {
@@ -491,6 +495,9 @@ func (p *parser) recoverNode(toks []lexer.Token, i, j int) ast.Item {
 		},
 		func(k int) int { return nextItemStart(toks, k, bodyEnd, nodeItemKeywords, false) },
 		func(k, e int, errOf func() error) ast.Item {
+			if p.recoverParams(toks, k, e, "with", what) {
+				return &ast.Bad{Range: source.Range{Start: toks[k].Pos.Offset, End: endOf(toks, e)}}
+			}
 			if toks[k].Type == tIdent {
 				p.syntaxError(errOf(), "`"+toks[k].Value+"` item of "+what)
 			} else {
@@ -499,6 +506,53 @@ func (p *parser) recoverNode(toks []lexer.Token, i, j int) ast.Item {
 			return &ast.Bad{Range: source.Range{Start: toks[k].Pos.Offset, End: endOf(toks, e)}}
 		})
 	return n
+}
+
+// recoverParams reports the errors of a `key { name = expr ... }` block
+// toks[k:e) (a node's `with`, a workflow's `output`) whose parse failed, one
+// parameter at a time: every `name =` starts a parameter (a single "="
+// cannot occur inside an expression), so an error in one parameter does not
+// hide the errors of the next. It reports nothing and returns false when the
+// block is not such a block, is unclosed, or its parameters parse one by one
+// (the error is then between them, and the block's own error says it best).
+func (p *parser) recoverParams(toks []lexer.Token, k, e int, key, what string) bool {
+	if e-k < 3 || toks[k].Type != tIdent || toks[k].Value != key || !isPunct(toks[k+1], "{") {
+		return false
+	}
+	c := closingBrace(toks, k+2, e)
+	if c < 0 || c+1 != e {
+		return false
+	}
+	var starts []int
+	for m := k + 2; m+1 < c; m++ {
+		if toks[m].Type == tIdent && isPunct(toks[m+1], "=") {
+			starts = append(starts, m)
+		}
+	}
+	if len(starts) < 2 || starts[0] != k+2 {
+		return false
+	}
+	starts = append(starts, c)
+	var errs []error
+	for i := 0; i+1 < len(starts); i++ {
+		a, b := starts[i], starts[i+1]
+		// Separators after a parameter are left out: one is the grammar's,
+		// and an error in more of them is found by the block's own parse
+		// (when every parameter parses alone, the block's error is used).
+		for b-1 > a && (isPunct(toks[b-1], ";") || isPunct(toks[b-1], ",")) {
+			b--
+		}
+		if _, err := paramParser.ParseFromLexer(peeking(withEOF(toks, a, b))); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return false
+	}
+	for _, err := range errs {
+		p.syntaxError(err, "`"+key+"` item of "+what)
+	}
+	return true
 }
 
 // tokenRange is the range of token t (a single position at the end of file).

@@ -54,6 +54,31 @@ func TestRecoveryCases(t *testing.T) {
   }
   task b { run "y" }
 }`, []string{`2:10 WF0001 the "{" of task a is never closed`}, "a b"},
+		{"every broken parameter of a with block", `workflow w {
+  task a {
+    run "cel"
+    with {
+      x = 1 +
+      y = "ok"
+      z = (2
+      w = 3
+    }
+  }
+  task b after a { run "noop" }
+}`, []string{
+			`6:7 WF0001 expected an expression, found "y"`,
+			`7:11 WF0001 "(" is not closed`,
+		}, "a BAD b"},
+		{"every broken output", `workflow w {
+  output { a = 1 *  b = 2  c = [1,  d = 4 }
+  task t { run "noop" }
+}`, []string{
+			`2:21 WF0001 expected an expression, found "b"`,
+			`2:32 WF0001 "[" is not closed`,
+		}, "BAD t"},
+		{"an error between parameters is the block's own", `workflow w {
+  task a { run "cel"  with { x = 1,, y = 2 } }
+}`, []string{`2:36 WF0001 unexpected "," in ` + "`with`" + ` item of task a; expected "}"`}, "a BAD"},
 		{"unclosed paren", `workflow w {
   task a { with { x = f(1 } }
   task b { run "y" }

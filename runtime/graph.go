@@ -51,6 +51,47 @@ type plan struct {
 
 	ancMu sync.Mutex
 	anc   map[string][]string
+
+	simpleOnce sync.Once
+	simple     map[string][]simpleSucc // see simpleSuccessors
+}
+
+// A simpleSucc is a successor on complete's fast path: its id and, for a
+// join, its number of incoming edges and its mode.
+type simpleSucc struct {
+	id   string
+	nin  int
+	mode string
+}
+
+// simpleSuccessors returns the successors of node id, in edge order, when
+// its completion can take the fast path (scripts/advance.lua): the node is
+// outside every loop, is no loop itself and has no compensate; every
+// outgoing edge is a plain after edge to a node outside every loop. Else
+// nil. (Queues come from the stored graph: the submitting process assigned
+// them.)
+func (p *plan) simpleSuccessors(id string) []simpleSucc {
+	p.simpleOnce.Do(func() {
+		p.simple = map[string][]simpleSucc{}
+		for nid, g := range p.graph {
+			if len(g.Loops) > 0 || g.Back != "" || g.CQ != "" {
+				continue
+			}
+			list := []simpleSucc{}
+			for _, e := range g.Out {
+				t := p.graph[e[0]]
+				if e[1] != ir.EdgeAfter || t == nil || len(t.Loops) > 0 {
+					list = nil
+					break
+				}
+				list = append(list, simpleSucc{e[0], len(t.In), t.Join})
+			}
+			if list != nil {
+				p.simple[nid] = list
+			}
+		}
+	})
+	return p.simple[id]
 }
 
 // queueOf maps a handler name to the queue its tokens go to.

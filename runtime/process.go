@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,8 +173,69 @@ type completeArgs struct {
 }
 
 func (j *job) complete(a completeArgs) error {
+	if a.Mode == "ok" && !a.Loop && a.Item == -1 && j.tok.Iter == "" {
+		if done, err := j.advance(a); done || err != nil {
+			return err
+		}
+	}
 	a.base, a.Node, a.Iter, a.Hop, a.Gen = j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen
 	return j.script("complete", a)
+}
+
+// advance is complete's fast path (scripts/advance.lua) for the common
+// case: a node outside loops, without compensate, whose every outgoing edge
+// is a plain after edge (so all get a real token) to a successor outside
+// loops. It reports done=false when the case does not apply or the script
+// declined ("slow": the run would end here), and complete runs.
+func (j *job) advance(a completeArgs) (done bool, err error) {
+	succ := j.p.simpleSuccessors(j.tok.Node)
+	if len(succ) == 0 || len(a.Real) != len(succ) {
+		// (A node without successors mostly ends its run, which the
+		// script leaves to complete: no use trying.)
+		return false, nil
+	}
+	idx := func(q string) int {
+		for i, x := range j.ref.queues {
+			if x == q {
+				return i + 1
+			}
+		}
+		return 0
+	}
+	mq := idx(j.msg.Q)
+	if mq == 0 {
+		return false, nil
+	}
+	queues, err := j.w.st.nodeQueues(j.ctx, j.tok.Run, j.m.Graph)
+	if err != nil {
+		return false, err
+	}
+	args := make([]any, 0, 9+4*len(succ))
+	args = append(args, j.tok.Node, a.Output, j.tok.Hop, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run)
+	for _, s := range succ {
+		q := idx(queues[s.id])
+		if q == 0 {
+			return false, nil
+		}
+		args = append(args, s.id, q, s.nin, cmp.Or(s.mode, ir.JoinAll))
+	}
+	res, err := j.w.st.scripts["advance"].Run(j.ctx, j.w.st.rdb, j.w.st.keys(j.ref), args...).Text()
+	if err != nil {
+		return false, fmt.Errorf("advance %s: %w", j.x, err)
+	}
+	switch res {
+	case "slow":
+		return false, nil
+	case "ok":
+		j.w.applied.Add(1)
+	case "dup":
+		j.w.dups.Add(1)
+	case "stale":
+		j.w.stale.Add(1)
+	case "inactive":
+		j.w.inactive.Add(1)
+	}
+	return true, nil
 }
 
 func (j *job) abort(reason, x string) error {

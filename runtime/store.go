@@ -22,8 +22,10 @@ var scriptFS embed.FS
 // runScripts are the scripts that share lib.lua and the run KEYS layout.
 var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "rerun"}
 
-// streamScripts work on one stream or timers key and stand alone.
-var streamScripts = []string{"promote", "heartbeat", "release"}
+// streamScripts stand alone: they work on one stream or timers key, or
+// (advance, the fast path of complete) on the run KEYS with positional
+// arguments.
+var streamScripts = []string{"promote", "heartbeat", "release", "advance"}
 
 func loadScripts() (map[string]*redis.Script, error) {
 	lib, err := scriptFS.ReadFile("scripts/lib.lua")
@@ -76,9 +78,10 @@ type store struct {
 	ks      keyspace
 	scripts map[string]*redis.Script
 
-	mu    sync.Mutex
-	plans map[string]*plan // by IR hash, loaded from Redis
-	graph map[string]bool  // graph keys known to be stored
+	mu     sync.Mutex
+	plans  map[string]*plan             // by IR hash, loaded from Redis
+	graph  map[string]bool              // graph keys known to be stored
+	queues map[string]map[string]string // graph key -> node -> queue, loaded from Redis
 }
 
 func newStore(rdb, blk redis.UniversalClient, ks keyspace) (*store, error) {
@@ -86,7 +89,7 @@ func newStore(rdb, blk redis.UniversalClient, ks keyspace) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{rdb: rdb, blk: blk, ks: ks, scripts: sc, plans: map[string]*plan{}, graph: map[string]bool{}}, nil
+	return &store{rdb: rdb, blk: blk, ks: ks, scripts: sc, plans: map[string]*plan{}, graph: map[string]bool{}, queues: map[string]map[string]string{}}, nil
 }
 
 // loadScripts loads every script into the server's script cache (SCRIPT
@@ -280,4 +283,39 @@ func (s *store) ensureGroup(ctx context.Context, stream string) error {
 		return err
 	}
 	return nil
+}
+
+// nodeQueues returns the queue of every node of a run's stored graph. The
+// submitting process assigned them, so a worker reads them from the graph
+// key (its content never changes under the key) and keeps them.
+func (s *store) nodeQueues(ctx context.Context, run, suffix string) (map[string]string, error) {
+	key := s.ks.graph(s.ks.shard(run), suffix)
+	s.mu.Lock()
+	q := s.queues[key]
+	s.mu.Unlock()
+	if q != nil {
+		return q, nil
+	}
+	h, err := s.rdb.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, err
+	}
+	q = map[string]string{}
+	for id, raw := range h {
+		if id == "_" {
+			continue
+		}
+		var g gnode
+		if err := json.Unmarshal([]byte(raw), &g); err != nil {
+			return nil, fmt.Errorf("graph %s, node %s: %w", key, id, err)
+		}
+		q[id] = g.Q
+	}
+	s.mu.Lock()
+	if len(s.queues) > 1000 {
+		clear(s.queues)
+	}
+	s.queues[key] = q
+	s.mu.Unlock()
+	return q, nil
 }

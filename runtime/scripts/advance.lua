@@ -1,0 +1,77 @@
+-- advance: the common case of complete.lua, without its generality, for
+-- speed. A node outside any loop, itself no loop and without compensate,
+-- completed; each of its outgoing edges is a plain after edge, so each gets a
+-- real token, to a successor outside any loop — a plain node, or a join
+-- (all or any) whose arrivals are counted as complete.lua counts them. The
+-- worker decides this from the graph. The script writes exactly what
+-- complete.lua writes for such a node — state, output, events, join
+-- arrivals, tokens, counter — without lib.lua's prologue and without JSON to
+-- decode. When the run would end here (the counter would reach zero), or the
+-- run is unknown, it returns 'slow' before any write and the worker calls
+-- complete instead.
+-- KEYS: as for the run scripts (lib.lua).
+-- ARGV: 1 node, 2 output (JSON text), 3 hop, 4 token gen, 5 now (ms),
+--       6 group, 7 index of the message's queue in the run's queues (1-based),
+--       8 message id, 9 run id, then for each successor, in the order of the
+--       node's edges: its id, the index of its queue, its number of incoming
+--       edges when it is a join (else 0), and its join mode ('all', 'any').
+local META, STATE, CTX, JOINS, EVENTS = KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local node, out, now, group, mid, run = ARGV[1], ARGV[2], ARGV[5], ARGV[6], ARGV[8], ARGV[9]
+local hop, gen, mq = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[7])
+local n = (#ARGV - 9) / 4
+if n ~= math.floor(n) or not mq or not KEYS[8 + 2 * mq] then return redis.error_reply('ERR wfc: bad advance call') end
+
+local m = redis.call('HMGET', META, 'status', 'gen', 'counter')
+if not m[1] then return 'slow' end
+local GEN = tonumber(m[2])
+local function ack() redis.call('XACK', KEYS[8 + 2 * mq], group, mid) end
+if m[1] ~= 'running' then ack(); return 'inactive' end
+if gen < GEN then ack(); return 'stale' end
+local cur = redis.call('HGET', STATE, node)
+if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then ack(); return 'dup' end
+
+-- Reads: what each successor's arrival will do, and the counter's delta.
+local succ, dc = {}, -1
+for i = 1, n do
+  local b = 9 + 4 * (i - 1)
+  local s = {id = ARGV[b + 1], q = tonumber(ARGV[b + 2]), nin = tonumber(ARGV[b + 3]), mode = ARGV[b + 4]}
+  if not s.q or not KEYS[8 + 2 * s.q] or not s.nin then return redis.error_reply('ERR wfc: bad advance call') end
+  s.arrival = s.id .. '|' .. node .. '|after'
+  s.fire = true
+  if s.nin > 0 then
+    if redis.call('HEXISTS', JOINS, s.arrival) == 1 then
+      s.fire, s.dup = false, true
+    else
+      local done = redis.call('HEXISTS', JOINS, s.id .. '|#f') == 1
+      local count = tonumber(redis.call('HGET', JOINS, s.id .. '|#n') or '0') + 1
+      s.fire = not done and (s.mode == 'any' or count >= s.nin)
+    end
+  end
+  s.queue = s.fire and redis.call('HEXISTS', STATE, s.id) == 0
+  if s.queue then dc = dc + 1 end
+  succ[i] = s
+end
+if dc < 0 and tonumber(m[3] or '0') + dc <= 0 then return 'slow' end
+
+-- Writes, in complete.lua's order.
+redis.call('HSET', STATE, node, 'completed')
+redis.call('HSET', CTX, node, out)
+redis.call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'dc', '-1', 'x', node, 'output', out)
+local nh = tostring(hop + 1)
+for _, s in ipairs(succ) do
+  if s.nin > 0 and not s.dup then
+    redis.call('HSETNX', JOINS, s.arrival, '1')
+    redis.call('HINCRBY', JOINS, s.id .. '|#n', 1)
+    redis.call('HINCRBY', JOINS, s.id .. '|#r', 1)
+    if s.fire then redis.call('HSETNX', JOINS, s.id .. '|#f', '1') end
+  end
+  if s.queue then
+    redis.call('HSET', STATE, s.id, 'queued', 'hop|' .. s.id, nh)
+    redis.call('XADD', KEYS[8 + 2 * s.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. s.id ..
+      '","iter":"","hop":' .. nh .. ',"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. '}')
+    redis.call('XADD', EVENTS, '*', 'type', 'node.queued', 'ts', now, 'dc', '1', 'x', s.id, 'hop', nh)
+  end
+end
+ack()
+if dc ~= 0 then redis.call('HINCRBY', META, 'counter', dc) end
+return 'ok'

@@ -137,6 +137,7 @@ type Scenario struct {
 // (XACK + XADD), by the same number of consumers with the same concurrency.
 type Baseline struct {
 	Name       string  `json:"name"`
+	For        string  `json:"for"` // the scenario measured just before, under the same load
 	Consumers  int     `json:"consumers"`
 	InFlight   int     `json:"in_flight"` // chains (tokens) in flight
 	Hops       int64   `json:"hops"`
@@ -242,51 +243,46 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if s.redis == "embedded" {
 		rep.Notes = append(rep.Notes, "embedded Redis (miniredis): Redis CPU and memory are not reported, and the figures say little about a real deployment")
 	}
-	type load struct{ workers, inflight int }
-	var loads []load
+	// Each scenario is followed at once by the reference under the same
+	// load, so that a ratio divides figures taken moments apart: the
+	// machine's load changes over a whole benchmark.
+	measure := func(shape string, workers, inflight int, suffix string) error {
+		opts.Progress(fmt.Sprintf("%s, %d worker(s), %d run(s) in flight", shape, workers, inflight))
+		sc, err := s.Scenario(ctx, shape, workers, inflight, 0)
+		if err != nil {
+			return err
+		}
+		sc.Name += suffix
+		rep.Scenarios = append(rep.Scenarios, *sc)
+		if !opts.Baseline {
+			return nil
+		}
+		opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chain(s) in flight", workers, inflight))
+		bl, err := s.Baseline(ctx, workers, inflight, 0)
+		if err != nil {
+			return err
+		}
+		bl.For = sc.Name
+		rep.Baselines = append(rep.Baselines, *bl)
+		r := Ratio{Scenario: sc.Name, Baseline: bl.Name, Trips: sc.TripsPer}
+		r.Throughput = div(sc.ExecPerSec, bl.HopsPerSec)
+		r.P50 = div(sc.HopP50ms, bl.HopP50ms)
+		r.P99 = div(sc.HopP99ms, bl.HopP99ms)
+		r.Met = r.Throughput >= 0.5 && r.P50 <= 3 && r.P99 <= 3 && r.Trips <= 2
+		rep.Ratios = append(rep.Ratios, r)
+		return nil
+	}
 	for _, shape := range opts.Shapes {
 		if shape == "chain" {
 			// The chain once more with a single run in flight: hop latency
 			// without queueing.
-			opts.Progress("chain, 1 worker, 1 run in flight")
-			sc, err := s.Scenario(ctx, shape, 1, 1, 0)
-			if err != nil {
+			if err := measure(shape, 1, 1, "/latency"); err != nil {
 				return nil, err
 			}
-			sc.Name += "/latency"
-			rep.Scenarios = append(rep.Scenarios, *sc)
-			loads = appendLoad(loads, load{1, 1})
 		}
 		for _, n := range opts.Workers {
-			opts.Progress(fmt.Sprintf("%s, %d worker(s), %d runs in flight", shape, n, opts.InFlight))
-			sc, err := s.Scenario(ctx, shape, n, opts.InFlight, 0)
-			if err != nil {
+			if err := measure(shape, n, opts.InFlight, ""); err != nil {
 				return nil, err
-			}
-			rep.Scenarios = append(rep.Scenarios, *sc)
-			loads = appendLoad(loads, load{n, opts.InFlight})
-		}
-	}
-	if opts.Baseline {
-		for _, l := range loads {
-			opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chains in flight", l.workers, l.inflight))
-			bl, err := s.Baseline(ctx, l.workers, l.inflight, 0)
-			if err != nil {
-				return nil, err
-			}
-			rep.Baselines = append(rep.Baselines, *bl)
-		}
-		for _, sc := range rep.Scenarios {
-			for _, bl := range rep.Baselines {
-				if bl.Consumers != sc.Workers || bl.InFlight != sc.InFlight {
-					continue
-				}
-				r := Ratio{Scenario: sc.Name, Baseline: bl.Name, Trips: sc.TripsPer}
-				r.Throughput = div(sc.ExecPerSec, bl.HopsPerSec)
-				r.P50 = div(sc.HopP50ms, bl.HopP50ms)
-				r.P99 = div(sc.HopP99ms, bl.HopP99ms)
-				r.Met = r.Throughput >= 0.5 && r.P50 <= 3 && r.P99 <= 3 && r.Trips <= 2
-				rep.Ratios = append(rep.Ratios, r)
 			}
 		}
 	}
@@ -301,13 +297,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	return rep, nil
-}
-
-func appendLoad[T comparable](list []T, l T) []T {
-	if slices.Contains(list, l) {
-		return list
-	}
-	return append(list, l)
 }
 
 func div(a, b float64) float64 {

@@ -61,10 +61,14 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s: implausible figures %+v", s.Name, s)
 		}
 	}
-	if len(rep.Baselines) != 3 { // 1 chain/1 consumer, 4/1, 4/2
-		t.Fatalf("%d baselines: %+v", len(rep.Baselines), rep.Baselines)
+	// One reference right after each scenario, under its load.
+	if len(rep.Baselines) != len(rep.Scenarios) {
+		t.Fatalf("%d baselines for %d scenarios: %+v", len(rep.Baselines), len(rep.Scenarios), rep.Baselines)
 	}
-	for _, b := range rep.Baselines {
+	for i, b := range rep.Baselines {
+		if sc := rep.Scenarios[i]; b.For != sc.Name || b.Consumers != sc.Workers || b.InFlight != sc.InFlight {
+			t.Errorf("reference %+v after scenario %s", b, sc.Name)
+		}
 		// One read per batch and one pipelined write per hop.
 		if b.Hops == 0 || b.HopsPerSec <= 0 || b.HopP50ms <= 0 || b.TripsPer < 1 || b.TripsPer > 2.5 {
 			t.Errorf("%s: implausible figures %+v", b.Name, b)

@@ -173,7 +173,7 @@ type completeArgs struct {
 }
 
 func (j *job) complete(a completeArgs) error {
-	if a.Mode == "ok" && !a.Loop && a.Item == -1 && j.tok.Iter == "" {
+	if a.Mode == "ok" && !a.Loop && a.Item == -1 && j.tok.Iter == "" && !j.w.opts.generalOnly {
 		if done, err := j.advance(a); done || err != nil {
 			return err
 		}

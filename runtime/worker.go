@@ -72,6 +72,9 @@ type WorkerOptions struct {
 	crash     bool
 	dup       int
 	redeliver int
+	// generalOnly: completions never take the fast path (advance.lua), so
+	// that a test can compare it with complete.lua.
+	generalOnly bool
 }
 
 func (o *WorkerOptions) defaults() {

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wfc-lang/wfc/ir"
+)
+
+// advance.lua must write exactly what complete.lua writes for the
+// completions it takes. Each workflow runs twice with one worker handling
+// one message at a time (so the order of events is the same), once with the
+// fast path and once without; the event logs, the state, outputs and join
+// bookkeeping, and the run's meta must be equal.
+func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
+	flows := map[string]*ir.Workflow{
+		"fan-out and join all": build(t, wfSpec{
+			outputs: []ir.Output{output("sum", "e.output.sum")},
+			nodes: []*nodeSpec{
+				task("a", "cel", with("x", cexpr("1"))),
+				task("b", "cel", after("a"), with("x", cexpr("a.output.x + 1"))),
+				task("c", "cel", after("a"), with("x", cexpr("a.output.x + 2"))),
+				task("d", "noop", after("a")),
+				task("e", "cel", after("b", "c", "d"), with("sum", cexpr("b.output.x + c.output.x"))),
+				task("f", "noop", after("e")),
+			},
+		}),
+		"join any and two ends": build(t, wfSpec{
+			nodes: []*nodeSpec{
+				task("a", "noop"), task("b", "noop", after("a")), task("c", "noop", after("a")),
+				task("d", "noop", after("b", "c"), joinAny()),
+				task("e", "noop", after("d")), task("f", "noop", after("a")),
+			},
+		}),
+		"a branch into a join": build(t, wfSpec{
+			inputs: []ir.Input{input("n", ir.KindInt)},
+			nodes: []*nodeSpec{
+				task("start", "cel", with("n", cexpr("input.n"))),
+				task("route", "cel", after("start"), with("n", cexpr("start.output.n")),
+					branch([]string{"low"}, rule("output.n > 5", "high"))),
+				task("high", "noop"), task("low", "noop"),
+				task("side", "noop", after("start")),
+				task("join", "noop", after("high", "low", "side")),
+				task("last", "noop", after("join")),
+			},
+		}),
+		"a predicate skips": build(t, wfSpec{
+			nodes: []*nodeSpec{
+				task("a", "noop"), task("b", "noop", after("a"), when("false")),
+				task("c", "noop", after("b")), task("d", "noop", after("a", "c")),
+			},
+		}),
+	}
+	forBackends(t, func(t *testing.T, b backend) {
+		for name, w := range flows {
+			var logs, states [2]string
+			for i, general := range []bool{false, true} {
+				v := newEnv(t, b)
+				v.worker(func(o *WorkerOptions) { o.Concurrency, o.generalOnly = 1, general })
+				var in map[string]any
+				if len(w.Inputs) > 0 {
+					in = map[string]any{"n": 7}
+				}
+				st := v.run(w, in)
+				if st.State != RunCompleted {
+					t.Fatalf("%s: %s %s", name, st.State, st.Error)
+				}
+				evs, err := v.e.Events(v.ctx, st.RunID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var lines []string
+				for _, ev := range evs {
+					var fs []string
+					for k, val := range ev.Fields {
+						if k != "ts" && k != "result" {
+							fs = append(fs, k+"="+val)
+						}
+					}
+					slices.Sort(fs)
+					lines = append(lines, ev.Type+" "+strings.Join(fs, " "))
+				}
+				logs[i] = strings.Join(lines, "\n")
+				var hs []string
+				for _, k := range []string{v.e.st.ks.state(st.RunID), v.e.st.ks.ctx(st.RunID), v.e.st.ks.runKeys(st.RunID)[4]} {
+					h, err := v.e.st.rdb.HGetAll(v.ctx, k).Result()
+					if err != nil {
+						t.Fatal(err)
+					}
+					var kv []string
+					for f, val := range h {
+						kv = append(kv, f+"="+val)
+					}
+					slices.Sort(kv)
+					hs = append(hs, strings.Join(kv, " "))
+				}
+				m, _ := v.e.st.rdb.HMGet(v.ctx, v.e.st.ks.meta(st.RunID), "status", "counter", "gen", "result").Result()
+				hs = append(hs, fmt.Sprint(m))
+				states[i] = strings.Join(hs, "\n")
+			}
+			if logs[0] != logs[1] {
+				t.Errorf("%s: event logs differ\nwith advance:\n%s\nwithout:\n%s", name, logs[0], logs[1])
+			}
+			if states[0] != states[1] {
+				t.Errorf("%s: state differs\nwith advance:\n%s\nwithout:\n%s", name, states[0], states[1])
+			}
+		}
+	})
+}

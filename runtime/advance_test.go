@@ -28,6 +28,7 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 			},
 		}),
 		"join any and two ends": build(t, wfSpec{
+			set: ir.Settings{DeadlineMS: 60_000}, // its timer goes when the run ends
 			nodes: []*nodeSpec{
 				task("a", "noop"), task("b", "noop", after("a")), task("c", "noop", after("a")),
 				task("d", "noop", after("b", "c"), joinAny()),
@@ -98,6 +99,14 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 				}
 				m, _ := v.e.st.rdb.HMGet(v.ctx, v.e.st.ks.meta(st.RunID), "status", "counter", "gen", "result").Result()
 				hs = append(hs, fmt.Sprint(m))
+				// The deadline timers left in the control queue's timers.
+				timers, _ := v.e.st.rdb.ZRange(v.ctx, v.e.st.ks.timers(v.e.st.ks.shard(st.RunID), ControlQueue), 0, -1).Result()
+				hs = append(hs, fmt.Sprintf("timers: %d", len(timers)))
+				// Which keys of the ended run expire (retention).
+				for _, k := range v.e.RunKeys(st.RunID) {
+					d, _ := v.e.st.rdb.PTTL(v.ctx, k).Result()
+					hs = append(hs, fmt.Sprintf("%s expires: %v", k[strings.LastIndex(k, ":")+1:], d > 0))
+				}
 				states[i] = strings.Join(hs, "\n")
 			}
 			if logs[0] != logs[1] {

@@ -67,10 +67,10 @@ type simpleSucc struct {
 // simpleSuccessors returns the successors of node id, in edge order, when
 // its completion can take the fast path (scripts/advance.lua): the node is
 // outside every loop, is no loop itself and has no compensate; every
-// outgoing edge is a plain after edge to a node outside every loop. Else
-// nil. (Queues come from the stored graph: the submitting process assigned
+// outgoing edge (there may be none) is a plain after edge to a node outside
+// every loop. Else ok is false. (Queues come from the stored graph: the submitting process assigned
 // them.)
-func (p *plan) simpleSuccessors(id string) []simpleSucc {
+func (p *plan) simpleSuccessors(id string) ([]simpleSucc, bool) {
 	p.simpleOnce.Do(func() {
 		p.simple = map[string][]simpleSucc{}
 		for nid, g := range p.graph {
@@ -91,7 +91,8 @@ func (p *plan) simpleSuccessors(id string) []simpleSucc {
 			}
 		}
 	})
-	return p.simple[id]
+	list, ok := p.simple[id]
+	return list, ok
 }
 
 // queueOf maps a handler name to the queue its tokens go to.

@@ -185,13 +185,11 @@ func (j *job) complete(a completeArgs) error {
 // advance is complete's fast path (scripts/advance.lua) for the common
 // case: a node outside loops, without compensate, whose every outgoing edge
 // is a plain after edge (so all get a real token) to a successor outside
-// loops. It reports done=false when the case does not apply or the script
-// declined ("slow": the run would end here), and complete runs.
+// loops (or to none). It reports done=false when the case does not apply or
+// the script declined ("slow"), and complete runs.
 func (j *job) advance(a completeArgs) (done bool, err error) {
-	succ := j.p.simpleSuccessors(j.tok.Node)
-	if len(succ) == 0 || len(a.Real) != len(succ) {
-		// (A node without successors mostly ends its run, which the
-		// script leaves to complete: no use trying.)
+	succ, ok := j.p.simpleSuccessors(j.tok.Node)
+	if !ok || len(a.Real) != len(succ) {
 		return false, nil
 	}
 	idx := func(q string) int {
@@ -202,16 +200,16 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 		}
 		return 0
 	}
-	mq := idx(j.msg.Q)
-	if mq == 0 {
+	mq, ctl := idx(j.msg.Q), idx(ControlQueue)
+	if mq == 0 || ctl == 0 {
 		return false, nil
 	}
 	queues, err := j.w.st.nodeQueues(j.ctx, j.tok.Run, j.m.Graph)
 	if err != nil {
 		return false, err
 	}
-	args := make([]any, 0, 9+4*len(succ))
-	args = append(args, j.tok.Node, a.Output, j.tok.Hop, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run)
+	args := make([]any, 0, 10+4*len(succ))
+	args = append(args, j.tok.Node, a.Output, j.tok.Hop, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run, ctl)
 	for _, s := range succ {
 		q := idx(queues[s.id])
 		if q == 0 {

@@ -5,23 +5,27 @@
 -- (all or any) whose arrivals are counted as complete.lua counts them. The
 -- worker decides this from the graph. The script writes exactly what
 -- complete.lua writes for such a node — state, output, events, join
--- arrivals, tokens, counter — without lib.lua's prologue and without JSON to
--- decode. When the run would end here (the counter would reach zero), or the
--- run is unknown, it returns 'slow' before any write and the worker calls
--- complete instead.
+-- arrivals, tokens, counter, and the end of the run when no work is left —
+-- without lib.lua's prologue and without JSON to decode (but the graph's
+-- "_" field when the run ends). When the run is unknown, or the counter
+-- would go below zero, it returns 'slow' before any write and the worker
+-- calls complete instead.
 -- KEYS: as for the run scripts (lib.lua).
 -- ARGV: 1 node, 2 output (JSON text), 3 hop, 4 token gen, 5 now (ms),
 --       6 group, 7 index of the message's queue in the run's queues (1-based),
---       8 message id, 9 run id, then for each successor, in the order of the
---       node's edges: its id, the index of its queue, its number of incoming
---       edges when it is a join (else 0), and its join mode ('all', 'any').
+--       8 message id, 9 run id, 10 index of the control queue, then for each
+--       successor, in the order of the node's edges: its id, the index of its
+--       queue, its number of incoming edges when it is a join (else 0), and
+--       its join mode ('all', 'any').
 local META, STATE, CTX, JOINS, EVENTS = KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local node, out, now, group, mid, run = ARGV[1], ARGV[2], ARGV[5], ARGV[6], ARGV[8], ARGV[9]
-local hop, gen, mq = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[7])
-local n = (#ARGV - 9) / 4
-if n ~= math.floor(n) or not mq or not KEYS[8 + 2 * mq] then return redis.error_reply('ERR wfc: bad advance call') end
+local hop, gen, mq, ctl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[10])
+local n = (#ARGV - 10) / 4
+if n ~= math.floor(n) or not mq or not KEYS[8 + 2 * mq] or not ctl or not KEYS[9 + 2 * ctl] then
+  return redis.error_reply('ERR wfc: bad advance call')
+end
 
-local m = redis.call('HMGET', META, 'status', 'gen', 'counter')
+local m = redis.call('HMGET', META, 'status', 'gen', 'counter', 'retention')
 if not m[1] then return 'slow' end
 local GEN = tonumber(m[2])
 local function ack() redis.call('XACK', KEYS[8 + 2 * mq], group, mid) end
@@ -33,7 +37,7 @@ if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then ack
 -- Reads: what each successor's arrival will do, and the counter's delta.
 local succ, dc = {}, -1
 for i = 1, n do
-  local b = 9 + 4 * (i - 1)
+  local b = 10 + 4 * (i - 1)
   local s = {id = ARGV[b + 1], q = tonumber(ARGV[b + 2]), nin = tonumber(ARGV[b + 3]), mode = ARGV[b + 4]}
   if not s.q or not KEYS[8 + 2 * s.q] or not s.nin then return redis.error_reply('ERR wfc: bad advance call') end
   s.arrival = s.id .. '|' .. node .. '|after'
@@ -51,7 +55,7 @@ for i = 1, n do
   if s.queue then dc = dc + 1 end
   succ[i] = s
 end
-if dc < 0 and tonumber(m[3] or '0') + dc <= 0 then return 'slow' end
+if tonumber(m[3] or '0') + dc < 0 then return 'slow' end
 
 -- Writes, in complete.lua's order.
 redis.call('HSET', STATE, node, 'completed')
@@ -73,5 +77,25 @@ for _, s in ipairs(succ) do
   end
 end
 ack()
-if dc ~= 0 then redis.call('HINCRBY', META, 'counter', dc) end
+-- lib.lua's settle: at counter zero the run ends, through a finish token
+-- when it has outputs to evaluate.
+if dc ~= 0 and redis.call('HINCRBY', META, 'counter', dc) == 0 then
+  local info = cjson.decode(redis.call('HGET', KEYS[7], '_'))
+  if info.outputs then
+    redis.call('XADD', KEYS[8 + 2 * ctl], '*', 't', '{"kind":"finish","run":"' .. run ..
+      '","node":"","iter":"","hop":0,"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. '}')
+    redis.call('XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, 'dc', '1')
+    redis.call('HINCRBY', META, 'counter', 1)
+  else
+    redis.call('HSET', META, 'status', 'completed', 'ended', now)
+    redis.call('ZREM', KEYS[9 + 2 * ctl], '{"kind":"deadline","run":"' .. run .. '","gen":' .. tostring(GEN) .. '}')
+    redis.call('XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now)
+    local ret = tonumber(m[4] or '0') or 0
+    if ret > 0 then
+      for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8], KEYS[9]}) do
+        redis.call('PEXPIRE', k, ret)
+      end
+    end
+  end
+end
 return 'ok'

@@ -192,12 +192,9 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 		s.shapeError(k, it, "a block: retry { attempts 3 backoff exponential delay 1s }")
 	case "timeout":
 		if st, ok := it.(*ast.Setting); ok {
-			ms := s.durationValue(st)
-			if n.kind == "human" {
-				n.timeoutMS = ms
-			} else {
-				n.timeoutMS = ms
-			}
+			// A human's timeout is its approval deadline (lower puts it in
+			// ir.Human); a task's is per attempt.
+			n.timeoutMS = s.durationValue(st)
 			return
 		}
 		s.shapeError(k, it, "a duration: timeout 30s")

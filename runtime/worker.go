@@ -347,7 +347,7 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 				if used++; used > n {
 					w.sem <- struct{}{}
 				}
-				w.dispatchN(hctx, shard, q, m, 0, pre[s.Stream+" "+m.ID])
+				w.dispatchN(hctx, shard, q, m, 0, pre[msgKey(s.Stream, m.ID)])
 			}
 		}
 		w.releaseSlots(n - min(used, n))
@@ -370,8 +370,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	pipe := w.st.rdb.Pipeline()
 	metas := map[string]*redis.MapStringStringCmd{}
 	states := map[string]*redis.StringCmd{}
-	// Message ids are unique per stream only: two queues may hold the same.
-	key := func(s redis.XStream, m redis.XMessage) string { return s.Stream + " " + m.ID }
+	key := func(s redis.XStream, m redis.XMessage) string { return msgKey(s.Stream, m.ID) }
 	for _, s := range res {
 		for _, m := range s.Messages {
 			raw, _ := m.Values["t"].(string)
@@ -410,6 +409,10 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	return out
 }
 
+// msgKey names a message among all queues: message ids are unique per
+// stream only, and two queues may hold the same id.
+func msgKey(stream, id string) string { return stream + " " + id }
+
 func isTimeout(err error) bool {
 	var ne interface{ Timeout() bool }
 	return errors.As(err, &ne) && ne.Timeout()
@@ -446,7 +449,7 @@ func (w *Worker) claim(ctx, hctx context.Context, shard, n int, cursors map[stri
 		}
 		cursors[stream] = next
 		for _, m := range msgs {
-			if _, busy := w.inflight.Load(stream + " " + m.ID); busy || m.Values == nil {
+			if _, busy := w.inflight.Load(msgKey(stream, m.ID)); busy || m.Values == nil {
 				continue
 			}
 			used++
@@ -511,8 +514,7 @@ func (w *Worker) timerLoop(ctx context.Context) {
 // count of a message delivered too often, whose execution is failed
 // instead of run; pre holds what prefetch read for it, if anything.
 func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XMessage, poison int, pre *prefetched) {
-	// Message ids are unique per stream only.
-	key := w.ks.stream(shard, q) + " " + m.ID
+	key := msgKey(w.ks.stream(shard, q), m.ID)
 	w.handling.Add(1)
 	w.inflight.Store(key, true)
 	go func() {

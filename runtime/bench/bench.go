@@ -65,8 +65,8 @@ type Options struct {
 	Shapes []string
 	// Baseline measures the raw go-redis reference in the same run.
 	Baseline bool
-	// MemoryRuns is how many runs measure Redis memory per run (default
-	// 500; 0 after defaults skips nothing, negative skips the phase).
+	// MemoryRuns is how many runs measure Redis memory per run: 0 means
+	// 500, a negative number skips the measurement.
 	MemoryRuns int
 	// Logger receives the engine's logs (default: warnings and errors
 	// to nowhere).

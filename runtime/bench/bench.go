@@ -380,6 +380,9 @@ func percentile(sorted []float64, p float64) float64 {
 // for the session's duration or, when runs > 0, until that many runs were
 // submitted, then waits for every submitted run to complete.
 func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight, runs int) (*Scenario, error) {
+	if workers < 1 || inflight < 1 || runs < 0 {
+		return nil, fmt.Errorf("bench: a scenario needs at least one worker and one run in flight (got %d and %d)", workers, inflight)
+	}
 	w, err := Workflow(shape)
 	if err != nil {
 		return nil, err
@@ -534,6 +537,9 @@ func (b *Session) waitAll(ctx context.Context, runs []string) (time.Time, error)
 // stream. It measures for the session's duration or, when hops > 0, until
 // that many hops were made.
 func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops int64) (*Baseline, error) {
+	if consumers < 1 || inflight < 1 || hops < 0 {
+		return nil, fmt.Errorf("bench: the reference needs at least one consumer and one chain in flight (got %d and %d)", consumers, inflight)
+	}
 	prefix := b.prefix
 	const length = 10
 	tag := fmt.Sprintf("%s:{ref}:%d:%d:", prefix, consumers, inflight)
@@ -692,6 +698,9 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // with no worker (each holds its state and a queued token), then run to
 // completion; a completed run's keys are measured with MEMORY USAGE.
 func (b *Session) Memory(ctx context.Context, shape string, runs int) (*Memory, error) {
+	if runs < 1 {
+		return nil, fmt.Errorf("bench: measuring memory needs at least one run (got %d)", runs)
+	}
 	w, err := Workflow(shape)
 	if err != nil {
 		return nil, err

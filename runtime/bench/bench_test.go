@@ -158,3 +158,25 @@ func BenchmarkReference(b *testing.B) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// The exported measurements refuse loads that cannot be measured instead of
+// hanging or dividing by zero.
+func TestBadLoads(t *testing.T) {
+	s := open(t, "", 100*time.Millisecond)
+	ctx := context.Background()
+	if _, err := s.Scenario(ctx, "chain", 0, 1, 0); err == nil {
+		t.Error("a scenario without workers ran")
+	}
+	if _, err := s.Scenario(ctx, "chain", 1, 0, 0); err == nil {
+		t.Error("a scenario without runs in flight ran")
+	}
+	if _, err := s.Scenario(ctx, "triangle", 1, 1, 0); err == nil {
+		t.Error("an unknown shape ran")
+	}
+	if _, err := s.Baseline(ctx, 0, 1, 0); err == nil {
+		t.Error("a reference without consumers ran")
+	}
+	if _, err := s.Memory(ctx, "chain", 0); err == nil {
+		t.Error("memory of zero runs was measured")
+	}
+}

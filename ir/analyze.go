@@ -28,21 +28,19 @@ func Analyze(w *Workflow) error {
 
 	n := len(w.Nodes)
 	maySkip := make([]bool, n)
+	covered := make([]bool, n) // see JoinInfo.Covered
 	for _, i := range g.order {
-		node := &w.Nodes[i]
-		maySkip[i] = node.When != nil
-		if !maySkip[i] && len(g.in[i]) > 0 {
-			all := true
-			for _, ei := range g.in[i] {
-				if !g.conditional(ei, maySkip) {
-					all = false
-					break
-				}
+		all := len(g.in[i]) > 0
+		for _, ei := range g.in[i] {
+			if !g.conditional(ei, maySkip) {
+				all = false
+				break
 			}
-			// All conditional, yet one may always be real: the sources
-			// cover every outcome of a branch.
-			maySkip[i] = all && !(len(g.in[i]) > 1 && g.covered(i, maySkip))
 		}
+		// All conditional, yet one may always be real: the sources cover
+		// every outcome of a branch.
+		covered[i] = all && len(g.in[i]) > 1 && g.covered(i, maySkip)
+		maySkip[i] = w.Nodes[i].When != nil || all && !covered[i]
 	}
 
 	w.Order = g.ids(g.order)
@@ -67,7 +65,7 @@ func Analyze(w *Workflow) error {
 		node.Terminal = endsPath(node, g.outKinds(i))
 		node.JoinInfo = nil
 		if len(g.in[i]) > 1 {
-			node.JoinInfo = g.joinInfo(i, maySkip)
+			node.JoinInfo = g.joinInfo(i, maySkip, covered[i])
 		}
 		node.LoopBody = nil
 		if node.Loop != nil {
@@ -479,7 +477,7 @@ func (g *graph) coversBranch(i, b int, maySkip []bool) bool {
 	return real(EdgeDefault, bn.Branch.Default)
 }
 
-func (g *graph) joinInfo(i int, maySkip []bool) *JoinInfo {
+func (g *graph) joinInfo(i int, maySkip []bool, covered bool) *JoinInfo {
 	node := &g.w.Nodes[i]
 	in := slices.Clone(g.in[i])
 	slices.SortFunc(in, func(a, b int) int {
@@ -494,7 +492,7 @@ func (g *graph) joinInfo(i int, maySkip []bool) *JoinInfo {
 			ji.Conditional++
 		}
 	}
-	ji.Covered = ji.Conditional == ji.Expect && g.covered(i, maySkip)
+	ji.Covered = covered
 	return ji
 }
 

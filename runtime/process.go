@@ -133,10 +133,16 @@ func (j *job) script(name string, args any) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", name, cmpOrStr(j.x, j.tok.Run), err)
 	}
+	j.counted(name, res)
+	return nil
+}
+
+// counted counts a script's status reply in the worker's stats.
+func (j *job) counted(script, res string) {
 	switch res {
 	case "ok", "failed":
 		j.w.applied.Add(1)
-		return nil
+		return
 	case "dup":
 		j.w.dups.Add(1)
 	case "stale":
@@ -144,8 +150,7 @@ func (j *job) script(name string, args any) error {
 	case "inactive":
 		j.w.inactive.Add(1)
 	}
-	j.w.log.Debug("wfc worker: transition not applied", "script", name, "run", j.tok.Run, "x", j.x, "reply", res)
-	return nil
+	j.w.log.Debug("wfc worker: transition not applied", "script", script, "run", j.tok.Run, "x", j.x, "reply", res)
 }
 
 func cmpOrStr(a, b string) string {
@@ -221,18 +226,10 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("advance %s: %w", j.x, err)
 	}
-	switch res {
-	case "slow":
+	if res == "slow" {
 		return false, nil
-	case "ok":
-		j.w.applied.Add(1)
-	case "dup":
-		j.w.dups.Add(1)
-	case "stale":
-		j.w.stale.Add(1)
-	case "inactive":
-		j.w.inactive.Add(1)
 	}
+	j.counted("advance", res)
 	return true, nil
 }
 

@@ -368,23 +368,22 @@ type prefetched struct {
 func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*prefetched {
 	out := map[string]*prefetched{}
 	pipe := w.st.rdb.Pipeline()
-	metas := map[string]*redis.MapStringStringCmd{}
-	states := map[string]*redis.StringCmd{}
-	key := func(s redis.XStream, m redis.XMessage) string { return msgKey(s.Stream, m.ID) }
+	metas := map[string]*redis.MapStringStringCmd{} // one read per run
+	states := map[*prefetched]*redis.StringCmd{}
 	for _, s := range res {
 		for _, m := range s.Messages {
 			raw, _ := m.Values["t"].(string)
-			tok := Token{Item: -1}
-			if json.Unmarshal([]byte(raw), &tok) != nil || !validRunID(tok.Run) {
+			p := &prefetched{tok: Token{Item: -1}}
+			if json.Unmarshal([]byte(raw), &p.tok) != nil || !validRunID(p.tok.Run) {
 				continue
 			}
-			if metas[tok.Run] == nil {
-				metas[tok.Run] = pipe.HGetAll(ctx, w.ks.meta(tok.Run))
+			if metas[p.tok.Run] == nil {
+				metas[p.tok.Run] = pipe.HGetAll(ctx, w.ks.meta(p.tok.Run))
 			}
-			if tok.Kind == "exec" && tok.Node != "" {
-				states[key(s, m)] = pipe.HGet(ctx, w.ks.state(tok.Run), execKey(tok.Node, tok.Iter))
+			if p.tok.Kind == "exec" && p.tok.Node != "" {
+				states[p] = pipe.HGet(ctx, w.ks.state(p.tok.Run), execKey(p.tok.Node, p.tok.Iter))
 			}
-			out[key(s, m)] = &prefetched{tok: tok}
+			out[msgKey(s.Stream, m.ID)] = p
 		}
 	}
 	if len(out) == 0 {
@@ -393,17 +392,11 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil
 	}
-	for _, s := range res {
-		for _, m := range s.Messages {
-			p := out[key(s, m)]
-			if p == nil {
-				continue
-			}
-			p.meta = metas[p.tok.Run].Val()
-			if c := states[key(s, m)]; c != nil {
-				v := c.Val() // "" when the field does not exist
-				p.state = &v
-			}
+	for _, p := range out {
+		p.meta = metas[p.tok.Run].Val()
+		if c := states[p]; c != nil {
+			v := c.Val() // "" when the field does not exist
+			p.state = &v
 		}
 	}
 	return out

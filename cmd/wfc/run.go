@@ -62,12 +62,15 @@ func (r *runtimeFlags) addRetention(fs *flags) {
 		"keep a run's keys (status, outputs, events) this `long` after it ends, then let them expire; 0 keeps them forever")
 }
 
+// badRetention reports a negative --retention, which means nothing.
+func (r runtimeFlags) badRetention() bool { return r.retention != nil && *r.retention < 0 }
+
 func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level) (*runtime.Engine, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	o := runtime.Options{RedisURL: *r.redis, Shards: *r.shards, Logger: log}
 	if r.retention != nil {
 		o.Retention = *r.retention
-		if o.Retention <= 0 {
+		if o.Retention == 0 {
 			o.Retention = runtime.KeepForever
 		}
 	}
@@ -91,6 +94,9 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	}
 	if len(args) != 1 {
 		return fs.usageError(env, "run takes one workflow file")
+	}
+	if rf.badRetention() {
+		return fs.usageError(env, "--retention must be 0 (keep forever) or a positive duration")
 	}
 	if *workers < 1 {
 		return fs.usageError(env, "--workers must be at least 1")
@@ -372,6 +378,9 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	}
 	if len(args) != 1 {
 		return fs.usageError(env, "submit takes one workflow file")
+	}
+	if rf.badRetention() {
+		return fs.usageError(env, "--retention must be 0 (keep forever) or a positive duration")
 	}
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required; 'wfc run' runs a workflow without one")

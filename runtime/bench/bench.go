@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -761,15 +762,12 @@ func sleep(ctx context.Context, d time.Duration) {
 // redisInfo returns the fields of INFO (empty on servers without it).
 func redisInfo(ctx context.Context, rdb *redis.Client) map[string]string {
 	out := map[string]string{}
-	s, err := rdb.Info(ctx, "server", "cpu", "memory").Result()
+	sections, err := rdb.InfoMap(ctx, "server", "cpu", "memory").Result()
 	if err != nil {
 		return out
 	}
-	for _, line := range strings.Split(s, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok {
-			out[k] = v
-		}
+	for _, fields := range sections {
+		maps.Copy(out, fields)
 	}
 	return out
 }

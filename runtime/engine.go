@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/internal/trips"
 )
 
 // Options configure an Engine.
@@ -76,31 +76,12 @@ type Engine struct {
 	bg     []*bgWorker
 	closed bool
 
-	trips tripCounter
-}
-
-// tripCounter is a go-redis hook counting round trips to Redis: one per
-// command, one per pipeline however many commands it carries. Benchmarks
-// read it (round trips per node execution).
-type tripCounter struct{ n atomic.Int64 }
-
-func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
+	trips trips.Counter
 }
 
 // RoundTrips returns how many round trips the engine and its workers have
 // made to Redis (a pipeline counts once).
-func (e *Engine) RoundTrips() int64 { return e.trips.n.Load() }
+func (e *Engine) RoundTrips() int64 { return e.trips.Load() }
 
 // RunKeys returns the Redis keys that hold a run's state and event log.
 func (e *Engine) RunKeys(run string) []string {

@@ -23,6 +23,7 @@ import (
 	"github.com/wfc-lang/wfc/ir"
 	wfrt "github.com/wfc-lang/wfc/runtime"
 	"github.com/wfc-lang/wfc/runtime/handlers"
+	"github.com/wfc-lang/wfc/runtime/internal/trips"
 )
 
 //go:embed workflows/*.ir.json
@@ -492,7 +493,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	// Until the last run ended (millisecond resolution), not until the
 	// waiting noticed.
 	secs := end.Sub(start).Seconds()
-	trips := b.wk.RoundTrips() - trips0
+	nTrips := b.wk.RoundTrips() - trips0
 	info1 := redisInfo(ctx, b.rdb)
 
 	sc := &Scenario{
@@ -504,7 +505,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	h := rec.hops(w)
 	slices.Sort(h)
 	sc.Hops, sc.HopP50ms, sc.HopP99ms = len(h), percentile(h, 0.50), percentile(h, 0.99)
-	sc.TripsPer = div(float64(trips), float64(sc.Executions))
+	sc.TripsPer = div(float64(nTrips), float64(sc.Executions))
 	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(sc.Executions)) * 1e6
 	return sc, nil
 }
@@ -560,9 +561,9 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	bo.PoolSize = max(10, consumers+8)
 	blk := redis.NewClient(&bo)
 	defer blk.Close()
-	var trips atomic.Int64
-	wr.AddHook(countHook{&trips})
-	blk.AddHook(countHook{&trips})
+	var count trips.Counter
+	wr.AddHook(&count)
+	blk.AddHook(&count)
 
 	var (
 		nhops   atomic.Int64
@@ -652,7 +653,7 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	// Warm up for a fifth of the duration, then measure.
 	sleep(ctx, b.opts.Duration/5)
 	info0 := redisInfo(ctx, b.rdb)
-	trips0 := trips.Load()
+	trips0 := count.Load()
 	measure.Store(true)
 	start := time.Now()
 	if hops > 0 {
@@ -666,7 +667,7 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	measure.Store(false)
 	secs := time.Since(start).Seconds()
 	info1 := redisInfo(ctx, b.rdb)
-	tripsN := trips.Load() - trips0
+	tripsN := count.Load() - trips0
 	stop()
 	wg.Wait()
 	handling.Wait()
@@ -683,16 +684,6 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	bl.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(n)) * 1e6
 	b.rdb.Del(context.WithoutCancel(ctx), streams...)
 	return bl, nil
-}
-
-type countHook struct{ n *atomic.Int64 }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
-}
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
 }
 
 // Memory measures Redis memory per run of a shape: runs runs are submitted

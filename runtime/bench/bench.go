@@ -65,7 +65,7 @@ type Options struct {
 	InFlight int
 	// Shapes to run (default all).
 	Shapes []string
-	// Baseline measures the raw go-redis reference in the same run.
+	// Baseline measures the raw go-redis reference after each scenario.
 	Baseline bool
 	// MemoryRuns is how many runs measure Redis memory per run: 0 means
 	// 500, a negative number skips the measurement.

@@ -220,15 +220,23 @@ func parentOf(stack []ast.Node) ast.Node {
 	return stack[len(stack)-1]
 }
 
+// symbolUnder returns the document's snapshot and compiler result and the
+// symbol at the position; ok is false when the document is not open or no
+// symbol is there.
+func (s *server) symbolUnder(uri protocol.DocumentUri, pos protocol.Position) (*snapshot, *compiler.Result, symbol, bool) {
+	snap := s.snapshotFor(uri)
+	if snap == nil {
+		return nil, nil, symbol{}, false
+	}
+	res := snap.result()
+	sym, ok := symbolAt(res, snap.m.Offset(pos))
+	return snap, res, sym, ok
+}
+
 // definition jumps from a use of a node, input, handler or output field to
 // its declaration.
 func (s *server) definition(p *protocol.DefinitionParams) (any, error) {
-	snap := s.snapshotFor(p.TextDocument.URI)
-	if snap == nil {
-		return nil, nil
-	}
-	res := snap.result()
-	sym, ok := symbolAt(res, snap.m.Offset(p.Position))
+	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
 		return nil, nil
 	}
@@ -245,12 +253,7 @@ func (s *server) definition(p *protocol.DefinitionParams) (any, error) {
 
 // references lists the uses of the symbol under the cursor in the document.
 func (s *server) references(p *protocol.ReferenceParams) ([]protocol.Location, error) {
-	snap := s.snapshotFor(p.TextDocument.URI)
-	if snap == nil {
-		return nil, nil
-	}
-	res := snap.result()
-	sym, ok := symbolAt(res, snap.m.Offset(p.Position))
+	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
 		return nil, nil
 	}
@@ -263,12 +266,7 @@ func (s *server) references(p *protocol.ReferenceParams) ([]protocol.Location, e
 
 // highlight marks the declaration and uses of the symbol under the cursor.
 func (s *server) highlight(p *protocol.DocumentHighlightParams) ([]protocol.DocumentHighlight, error) {
-	snap := s.snapshotFor(p.TextDocument.URI)
-	if snap == nil {
-		return nil, nil
-	}
-	res := snap.result()
-	sym, ok := symbolAt(res, snap.m.Offset(p.Position))
+	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
 		return nil, nil
 	}

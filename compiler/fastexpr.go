@@ -129,9 +129,21 @@ func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bo
 		end += 1 + len(p)
 		subs[i] = SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: typeName(ts[i])}
 	}
-	// References and output reads, as collect records them from a CEL tree.
-	root := parts[0]
 	rng := func(i int) source.Range { return source.Range{Start: starts[i], End: starts[i] + len(parts[i])} }
+	s.chainRefs(sc, e, owner, parts, rng, true)
+	t := ts[len(ts)-1]
+	s.info.Exprs[e] = &ExprInfo{Type: s.prov.irType(t), Subexprs: subs}
+	return t, true
+}
+
+// chainRefs records what collect records from the CEL tree of the member
+// chain parts (part i spans rng(i)) in expression e: a reference to the
+// input or to the node and its output field, and the read of the node's
+// output. Collect visits the outermost select first, so for a chain inside
+// a binary expression the field comes before the node (nodeFirst false);
+// for a chain on its own the node comes first.
+func (s *state) chainRefs(sc *scope, e *ast.Expr, owner *node, parts []string, rng func(int) source.Range, nodeFirst bool) {
+	root := parts[0]
 	switch {
 	case sc.vars[root] != nil:
 	case root == "input":
@@ -140,16 +152,19 @@ func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bo
 			s.useInput(owner, parts[1])
 		}
 	case s.byID[root] != nil && parts[1] == "output":
-		s.info.Refs = append(s.info.Refs, Ref{Range: rng(0), Kind: RefNode, Name: root})
+		nodeRef := Ref{Range: rng(0), Kind: RefNode, Name: root}
+		if nodeFirst {
+			s.info.Refs = append(s.info.Refs, nodeRef)
+		}
 		if len(parts) > 2 {
 			s.info.Refs = append(s.info.Refs, Ref{Range: rng(2), Kind: RefField, Name: root + "." + parts[2]})
 		}
+		if !nodeFirst {
+			s.info.Refs = append(s.info.Refs, nodeRef)
+		}
 		s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: []read{{
-			node: s.byID[root].idx, rng: source.Range{Start: starts[0], End: starts[1] + len("output")}}}})
+			node: s.byID[root].idx, rng: source.Range{Start: rng(0).Start, End: rng(1).End}}}})
 	}
-	t := ts[len(ts)-1]
-	s.info.Exprs[e] = &ExprInfo{Type: s.prov.irType(t), Subexprs: subs}
-	return t, true
 }
 
 // splitBinary splits `chain OP int` (`fetch.output.v + 1`,
@@ -252,9 +267,6 @@ func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, b
 	subs = append(subs,
 		SubExpr{Range: at(opStart, opEnd), Type: typeName(out)},
 		SubExpr{Range: at(lit, len(e.Text)), Type: typeName(types.IntType)})
-	// References and reads in the order collect visits the CEL tree:
-	// outermost select first.
-	root := parts[0]
 	part := func(i int) source.Range {
 		off := len(parts[0])
 		for k := 1; k <= i; k++ {
@@ -262,21 +274,7 @@ func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, b
 		}
 		return at(off-len(parts[i]), off)
 	}
-	switch {
-	case sc.vars[root] != nil:
-	case root == "input":
-		if _, ok := s.info.Inputs[parts[1]]; ok {
-			s.info.Refs = append(s.info.Refs, Ref{Range: part(1), Kind: RefInput, Name: parts[1]})
-			s.useInput(owner, parts[1])
-		}
-	case s.byID[root] != nil && parts[1] == "output":
-		if len(parts) > 2 {
-			s.info.Refs = append(s.info.Refs, Ref{Range: part(2), Kind: RefField, Name: root + "." + parts[2]})
-		}
-		s.info.Refs = append(s.info.Refs, Ref{Range: part(0), Kind: RefNode, Name: root})
-		s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: []read{{
-			node: s.byID[root].idx, rng: source.Range{Start: e.Start, End: part(1).End}}}})
-	}
+	s.chainRefs(sc, e, owner, parts, part, false)
 	s.info.Exprs[e] = &ExprInfo{Type: s.prov.irType(out), Subexprs: subs}
 	return out, true
 }

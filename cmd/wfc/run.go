@@ -59,7 +59,7 @@ func addRuntimeFlags(fs *flags, env *Env) runtimeFlags {
 // addRetention adds --retention to a command that starts runs.
 func (r *runtimeFlags) addRetention(fs *flags) {
 	r.retention = fs.Duration("retention", runtime.DefaultRetention,
-		"keep a run's keys (status, outputs, events) this `long` after it ends, then let them expire; 0 keeps them forever")
+		"keep a run's keys (status, outputs, events) for `DURATION` after it ends, then let them expire; 0 keeps them forever")
 }
 
 // badRetention reports a negative --retention, which means nothing.
@@ -323,7 +323,7 @@ work and finishes (or releases) what it holds.`
 func runWorker(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("worker", "wfc worker --redis URL [flags]", workerDoc)
 	rf := addRuntimeFlags(fs, env)
-	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: all)")
+	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default)")
 	conc := fs.Int("concurrency", 8, "handlers run at once")
 	allowExec := fs.Bool("allow-exec", false, "let the exec handler run programs")
 	verbose := fs.Bool("v", false, "log each node execution")

@@ -147,7 +147,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	rdb, blk := cl.rdb, cl.blk
 	rdb.AddHook(&e.trips)
 	blk.AddHook(&e.trips)
-	st, err := newStore(rdb, blk, keyspace{prefix: opts.Prefix, shards: opts.Shards})
+	st, err := newStore(rdb, blk, newKeyspace(opts.Prefix, opts.Shards))
 	if err != nil {
 		rdb.Close()
 		blk.Close()

@@ -25,6 +25,15 @@ const ControlQueue = "default"
 type keyspace struct {
 	prefix string
 	shards int
+	tags   []string // "prefix:{shard}" by shard, computed once: every key starts with one
+}
+
+func newKeyspace(prefix string, shards int) keyspace {
+	k := keyspace{prefix: prefix, shards: shards}
+	for s := range max(shards, 1) {
+		k.tags = append(k.tags, fmt.Sprintf("%s:{%d}", prefix, s))
+	}
+	return k
 }
 
 // shard returns the shard of a run: FNV-1a of the run id modulo the shard
@@ -38,7 +47,12 @@ func (k keyspace) shard(run string) int {
 	return int(h.Sum32() % uint32(k.shards))
 }
 
-func (k keyspace) tag(shard int) string { return fmt.Sprintf("%s:{%d}", k.prefix, shard) }
+func (k keyspace) tag(shard int) string {
+	if shard >= 0 && shard < len(k.tags) {
+		return k.tags[shard]
+	}
+	return fmt.Sprintf("%s:{%d}", k.prefix, shard)
+}
 
 // runKeys returns the fixed keys of a run in script order (KEYS[1..9]).
 func (k keyspace) runKeys(run string) []string {
@@ -56,11 +70,16 @@ func (k keyspace) runKeys(run string) []string {
 	}
 }
 
-func (k keyspace) meta(run string) string   { return k.runKeys(run)[0] }
-func (k keyspace) state(run string) string  { return k.runKeys(run)[2] }
-func (k keyspace) ctx(run string) string    { return k.runKeys(run)[3] }
-func (k keyspace) events(run string) string { return k.runKeys(run)[5] }
-func (k keyspace) items(run string) string  { return k.runKeys(run)[7] }
+// runKey returns one key of runKeys.
+func (k keyspace) runKey(run, name string) string {
+	return k.tag(k.shard(run)) + ":run:" + run + ":" + name
+}
+
+func (k keyspace) meta(run string) string   { return k.runKey(run, "meta") }
+func (k keyspace) state(run string) string  { return k.runKey(run, "state") }
+func (k keyspace) ctx(run string) string    { return k.runKey(run, "ctx") }
+func (k keyspace) events(run string) string { return k.runKey(run, "events") }
+func (k keyspace) items(run string) string  { return k.runKey(run, "items") }
 
 // graph is the per-shard copy of a workflow's routing graph; suffix is the
 // IR hash and the queue-assignment hash.

@@ -222,7 +222,8 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 		}
 		args = append(args, s.id, q, s.nin, cmp.Or(s.mode, ir.JoinAll))
 	}
-	res, err := j.w.st.scripts["advance"].Run(j.ctx, j.w.st.rdb, j.w.st.keys(j.ref), args...).Text()
+	reply, err := j.w.batch.run(j.ctx, j.w.st.scripts["advance"], j.w.st.keys(j.ref), args...)
+	res, _ := reply.(string)
 	if err != nil {
 		return false, fmt.Errorf("advance %s: %w", j.x, err)
 	}
@@ -299,9 +300,12 @@ func (j *job) exec() error {
 		return j.abort(fmt.Sprintf("max_hops %d exceeded: %s would run at hop %d", max, j.x, j.tok.Hop), j.x)
 	}
 	n := j.n
-	act, err := j.activation(j.p.reads(n.ID))
-	if err != nil {
-		return j.evalFailed(err, -1)
+	var act vars
+	if j.p.hasExprs(n.ID) {
+		var err error
+		if act, err = j.activation(j.p.reads(n.ID)); err != nil {
+			return j.evalFailed(err, -1)
+		}
 	}
 	if n.When != nil {
 		ok, err := j.p.evalBool(j.ctx, n.When, n.ID+".when", act)
@@ -359,6 +363,9 @@ func (j *job) succeed(out json.RawMessage, act vars) error {
 // edges that get real tokens, or loop=true to run the next iteration.
 func (j *job) decide(out json.RawMessage, act vars) (real [][2]string, loop bool, err error) {
 	n, p := j.n, j.p
+	if n.Loop == nil && n.Branch == nil {
+		return p.edges(n.ID, ir.EdgeAfter, nil), false, nil
+	}
 	ov, err := jsonToCEL(out, outputType(n))
 	if err != nil {
 		return nil, false, fmt.Errorf("output: %w", err)
@@ -766,6 +773,10 @@ func (j *job) finish() error {
 	}
 	return j.script("finish", a)
 }
+
+// hasExprs reports whether a node has expressions: a node without needs no
+// activation (nor the run's inputs decoded).
+func (p *plan) hasExprs(id string) bool { return len(nodeExprs(p.nodes[id])) > 0 }
 
 // reads returns the nodes whose outputs a node's expressions (when,
 // with, for_each, loop, branch, compensate) refer to: only those are read

@@ -137,7 +137,9 @@ type Worker struct {
 	log  *slog.Logger
 
 	sem      chan struct{}
-	inflight sync.Map // "stream id" -> true
+	batch    *batcher     // completions (advance.lua) in pipelines
+	work     chan *flight // dispatched messages, for the handler goroutines
+	inflight sync.Map     // "stream id" -> *flight
 	handling sync.WaitGroup
 	dupSeen  sync.Map
 
@@ -179,8 +181,9 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	}
 	return &Worker{
 		st: e.st, ks: e.st.ks, opts: opts,
-		log: opts.Logger.With("consumer", opts.Consumer),
-		sem: make(chan struct{}, opts.Concurrency),
+		log:   opts.Logger.With("consumer", opts.Consumer),
+		sem:   make(chan struct{}, opts.Concurrency),
+		batch: newBatcher(e.st.rdb, opts.Concurrency),
 	}
 }
 
@@ -204,6 +207,26 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+	// Handler goroutines live as long as the worker: one per slot, so a
+	// dispatch never waits, and no message pays for a new goroutine and
+	// the growth of its stack.
+	// They end when the channel closes, after the last dispatch (one
+	// stuck in a handler that ignores its context is left behind).
+	w.work = make(chan *flight, w.opts.Concurrency)
+	for range w.opts.Concurrency {
+		go func(work <-chan *flight) {
+			for f := range work {
+				w.handle(hctx, f)
+			}
+		}(w.work)
+	}
+	defer close(w.work)
+	hbCtx, stopHeartbeats := context.WithCancel(hctx)
+	var hb sync.WaitGroup
+	hb.Add(1)
+	go func() { defer hb.Done(); w.heartbeatLoop(hbCtx) }()
+	defer func() { stopHeartbeats(); hb.Wait() }()
+
 	var loops sync.WaitGroup
 	for s := 0; s < max(w.ks.shards, 1); s++ {
 		loops.Add(1)
@@ -502,25 +525,54 @@ func (w *Worker) timerLoop(ctx context.Context) {
 	}
 }
 
-// dispatchN handles one message in its own goroutine; the caller holds a
-// slot for it, which the goroutine releases. poison > 0 is the delivery
-// count of a message delivered too often, whose execution is failed
-// instead of run; pre holds what prefetch read for it, if anything.
-func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XMessage, poison int, pre *prefetched) {
-	key := msgKey(w.ks.stream(shard, q), m.ID)
-	w.handling.Add(1)
-	w.inflight.Store(key, true)
-	go func() {
-		defer w.handling.Done()
-		defer w.releaseSlots(1)
-		defer w.inflight.Delete(key)
-		w.handle(hctx, shard, q, m, poison, pre)
-	}()
+// A flight is a message being handled.
+type flight struct {
+	shard  int
+	q      string
+	stream string
+	key    string // msgKey
+	m      redis.XMessage
+	raw    string
+	tok    Token
+	poison int
+	pre    *prefetched
+	// ctx ends early when the run ends under the handler (cancelled,
+	// failed elsewhere, deadline): nothing it does could be applied.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// Heartbeats (heartbeatLoop only): when the last was sent, and
+	// whether they stopped (the message was lost or the run ended).
+	beat time.Time
+	done bool
 }
 
-func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMessage, poison int, pre *prefetched) {
+// dispatchN hands one message to a handler goroutine; the caller holds a
+// slot for it, which is released when the message was handled. poison > 0
+// is the delivery count of a message delivered too often, whose execution
+// is failed instead of run; pre holds what prefetch read for it, if
+// anything.
+func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XMessage, poison int, pre *prefetched) {
 	stream := w.ks.stream(shard, q)
-	raw, _ := m.Values["t"].(string)
+	f := &flight{shard: shard, q: q, stream: stream, key: msgKey(stream, m.ID), m: m, poison: poison, pre: pre, beat: time.Now()}
+	f.raw, _ = m.Values["t"].(string)
+	if pre != nil {
+		f.tok = pre.tok
+	} else {
+		f.tok = Token{Item: -1}
+		json.Unmarshal([]byte(f.raw), &f.tok)
+	}
+	f.ctx, f.cancel = context.WithCancelCause(hctx)
+	w.handling.Add(1)
+	w.inflight.Store(f.key, f)
+	w.work <- f
+}
+
+func (w *Worker) handle(hctx context.Context, f *flight) {
+	defer w.handling.Done()
+	defer w.releaseSlots(1)
+	defer w.inflight.Delete(f.key)
+	defer f.cancel(nil)
+	stream, m, raw := f.stream, f.m, f.raw
 	if w.opts.redeliver > 1 {
 		if _, seen := w.dupSeen.LoadOrStore(raw, true); !seen {
 			for range w.opts.redeliver - 1 {
@@ -528,20 +580,7 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 			}
 		}
 	}
-	var tok Token
-	if pre != nil {
-		tok = pre.tok
-	} else {
-		json.Unmarshal([]byte(raw), &tok)
-	}
-	// mctx ends early when the run ends under the handler (cancelled,
-	// failed elsewhere, deadline): nothing it does could be applied.
-	mctx, mcancel := context.WithCancelCause(hctx)
-	defer mcancel(nil)
-	hbDone := make(chan struct{})
-	var hbWG sync.WaitGroup
-	hbWG.Add(1)
-	go func() { defer hbWG.Done(); w.heartbeat(hctx, stream, m.ID, tok, hbDone, mcancel) }()
+	mctx := f.ctx
 	var err error
 	if w.opts.dup > 1 {
 		var wg sync.WaitGroup
@@ -550,7 +589,7 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if e := w.process(mctx, stream, q, m.ID, raw, poison, pre); e != nil {
+				if e := w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre); e != nil {
 					mu.Lock()
 					err = e
 					mu.Unlock()
@@ -559,10 +598,8 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 		}
 		wg.Wait()
 	} else {
-		err = w.process(mctx, stream, q, m.ID, raw, poison, pre)
+		err = w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre)
 	}
-	close(hbDone)
-	hbWG.Wait()
 	w.handled.Add(1)
 	switch {
 	case err == nil:
@@ -588,42 +625,69 @@ func (w *Worker) handle(hctx context.Context, shard int, q string, m redis.XMess
 	}
 }
 
-// heartbeat keeps an in-flight message's idle time low while its handler
-// runs, so that other workers do not claim it, and cancels the handler
-// when its run has ended.
-func (w *Worker) heartbeat(ctx context.Context, stream, id string, tok Token, done <-chan struct{}, cancel context.CancelCauseFunc) {
-	t := time.NewTicker(w.opts.HeartbeatInterval)
+// heartbeatLoop keeps the idle time of messages whose handlers run long
+// low, so that other workers do not claim them, and cancels a handler when
+// its run has ended. One loop serves every message in flight: it looks
+// every half HeartbeatInterval and beats for each message that has not had
+// a beat (or its start) for that long, so beats are at most about
+// HeartbeatInterval apart, and short executions cost nothing.
+func (w *Worker) heartbeatLoop(ctx context.Context) {
+	every := max(w.opts.HeartbeatInterval/2, time.Millisecond)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-done:
-			return
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if tok.Run != "" {
-			st, err := w.st.rdb.HGet(ctx, w.ks.meta(tok.Run), "status").Result()
-			want := RunRunning
-			if tok.Kind == "comp" {
-				want = RunFailed
+		now := time.Now()
+		var due []*flight
+		w.inflight.Range(func(_, v any) bool {
+			if f := v.(*flight); !f.done && now.Sub(f.beat) >= every {
+				due = append(due, f)
 			}
-			if err == nil && st != want {
-				cancel(errRunEnded)
+			return true
+		})
+		for _, f := range due {
+			if ctx.Err() != nil {
 				return
 			}
+			f.beat = now
+			w.heartbeat(ctx, f)
 		}
-		owned, err := w.st.scripts["heartbeat"].Run(ctx, w.st.rdb, []string{stream}, Group, w.opts.Consumer, id).Int()
-		if err != nil {
-			if ctx.Err() == nil {
-				w.log.Warn("wfc worker: heartbeat", "id", id, "err", err)
-			}
-			continue
+	}
+}
+
+// heartbeat checks that a message's run still runs and resets the
+// message's idle time.
+func (w *Worker) heartbeat(ctx context.Context, f *flight) {
+	if f.ctx.Err() != nil {
+		f.done = true
+		return
+	}
+	if f.tok.Run != "" {
+		st, err := w.st.rdb.HGet(ctx, w.ks.meta(f.tok.Run), "status").Result()
+		want := RunRunning
+		if f.tok.Kind == "comp" {
+			want = RunFailed
 		}
-		if owned == 0 {
-			w.log.Info("wfc worker: lost a message to another worker; its completion will be deduplicated", "id", id)
+		if err == nil && st != want {
+			f.cancel(errRunEnded)
+			f.done = true
 			return
 		}
+	}
+	owned, err := w.st.scripts["heartbeat"].Run(ctx, w.st.rdb, []string{f.stream}, Group, w.opts.Consumer, f.m.ID).Int()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("wfc worker: heartbeat", "id", f.m.ID, "err", err)
+		}
+		return
+	}
+	if owned == 0 {
+		w.log.Info("wfc worker: lost a message to another worker; its completion will be deduplicated", "id", f.m.ID)
+		f.done = true
 	}
 }
 

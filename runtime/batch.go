@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,6 +25,8 @@ type batcher struct {
 	mu      sync.Mutex
 	busy    bool // a leader is sending
 	pending []*batchCall
+
+	pipelined atomic.Int64 // calls sent in pipelines of two or more (tests)
 }
 
 type batchCall struct {
@@ -93,6 +96,7 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 		c.res, c.err = c.sc.Run(ctx, b.rdb, c.keys, c.args...).Result()
 		return
 	}
+	b.pipelined.Add(int64(len(batch)))
 	pipe := b.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {

@@ -486,6 +486,13 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	// Redis CPU and round trips per execution are measured over the
+	// window in which runs were submitted, steady state, before the
+	// waiting below reads every run's status (its reads are not the
+	// workload's).
+	info1 := redisInfo(ctx, b.rdb)
+	nTrips := b.wk.RoundTrips() - trips0
+	nExecs := rec.execs.Load()
 	end, err := b.waitAll(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -493,8 +500,6 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	// Until the last run ended (millisecond resolution), not until the
 	// waiting noticed.
 	secs := end.Sub(start).Seconds()
-	nTrips := b.wk.RoundTrips() - trips0
-	info1 := redisInfo(ctx, b.rdb)
 
 	sc := &Scenario{
 		Name: fmt.Sprintf("%s/%dw", shape, workers), Shape: shape, Workers: workers, InFlight: inflight,
@@ -505,8 +510,8 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	h := rec.hops(w)
 	slices.Sort(h)
 	sc.Hops, sc.HopP50ms, sc.HopP99ms = len(h), percentile(h, 0.50), percentile(h, 0.99)
-	sc.TripsPer = div(float64(nTrips), float64(sc.Executions))
-	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(sc.Executions)) * 1e6
+	sc.TripsPer = div(float64(nTrips), float64(nExecs))
+	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6
 	return sc, nil
 }
 

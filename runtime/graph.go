@@ -78,12 +78,16 @@ func (p *plan) simpleSuccessors(id string) ([]simpleSucc, bool) {
 				continue
 			}
 			list := []simpleSucc{}
+			seen := map[string]bool{}
 			for _, e := range g.Out {
 				t := p.graph[e[0]]
-				if e[1] != ir.EdgeAfter || t == nil || len(t.Loops) > 0 {
+				// A successor named twice (duplicate edges) takes the
+				// general path, whose dispatch sees the first arrival.
+				if e[1] != ir.EdgeAfter || t == nil || len(t.Loops) > 0 || seen[e[0]] {
 					list = nil
 					break
 				}
+				seen[e[0]] = true
 				list = append(list, simpleSucc{e[0], len(t.In), t.Join})
 			}
 			if list != nil {

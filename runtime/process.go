@@ -213,8 +213,12 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	args := make([]any, 0, 10+4*len(succ))
-	args = append(args, j.tok.Node, a.Output, j.tok.Hop, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run, ctl)
+	args := make([]any, 0, 11+4*len(succ))
+	outputs := "0"
+	if len(j.p.w.Outputs) > 0 {
+		outputs = "1"
+	}
+	args = append(args, j.tok.Node, a.Output, j.tok.Hop, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run, ctl, outputs)
 	for _, s := range succ {
 		q := idx(queues[s.id])
 		if q == 0 {

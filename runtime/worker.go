@@ -327,6 +327,10 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 	backoff := newBackoff()
 	cursors := map[string]string{}
 	lastClaim := time.Now()
+	// waiting: the last read filled every slot it had, so more messages
+	// are probably waiting and the next read need not block: take reads
+	// them with what handling them reads first, in one round trip.
+	waiting := false
 	for ctx.Err() == nil {
 		n := w.acquire(ctx, w.opts.Batch)
 		if n == 0 {
@@ -339,9 +343,20 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 				continue
 			}
 		}
-		res, err := w.st.blk.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: Group, Consumer: w.opts.Consumer, Streams: streams, Count: int64(n), Block: w.opts.Block,
-		}).Result()
+		var res []redis.XStream
+		var pre map[string]*prefetched
+		var err error
+		if waiting {
+			res, pre, err = w.take(ctx, shard, streams[:len(streams)/2], n)
+			if err == nil && len(res) == 0 {
+				err = redis.Nil
+			}
+		} else {
+			res, err = w.st.blk.XReadGroup(ctx, &redis.XReadGroupArgs{
+				Group: Group, Consumer: w.opts.Consumer, Streams: streams, Count: int64(n), Block: w.opts.Block,
+			}).Result()
+		}
+		waiting = false
 		if err != nil {
 			w.releaseSlots(n)
 			if err == redis.Nil || ctx.Err() != nil || isTimeout(err) {
@@ -359,7 +374,9 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 			continue
 		}
 		backoff.reset()
-		pre := w.prefetch(ctx, res)
+		if pre == nil {
+			pre = w.prefetch(ctx, res)
+		}
 		used := 0
 		for _, s := range res {
 			q := w.queueOf(s.Stream)
@@ -374,7 +391,80 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 			}
 		}
 		w.releaseSlots(n - min(used, n))
+		waiting = used >= n
 	}
+}
+
+// take reads up to n messages of the shard's queue streams without
+// blocking, with what prefetch would read for them, in one script
+// (scripts/take.lua). It returns no messages when none are waiting.
+func (w *Worker) take(ctx context.Context, shard int, streams []string, n int) ([]redis.XStream, map[string]*prefetched, error) {
+	reply, err := w.st.scripts["take"].Run(ctx, w.st.rdb, streams, Group, w.opts.Consumer, n, w.ks.tag(shard)).Slice()
+	if err != nil {
+		return nil, nil, err
+	}
+	bad := fmt.Errorf("take: unexpected reply %v", reply)
+	if len(reply) != 2 {
+		return nil, nil, bad
+	}
+	msgs, _ := reply[0].([]any)
+	metaList, _ := reply[1].([]any)
+	metas := map[string]map[string]string{}
+	for _, e := range metaList {
+		pair, _ := e.([]any)
+		if len(pair) != 2 {
+			return nil, nil, bad
+		}
+		run, _ := pair[0].(string)
+		flat, _ := pair[1].([]any)
+		h := make(map[string]string, len(flat)/2)
+		for i := 0; i+1 < len(flat); i += 2 {
+			k, _ := flat[i].(string)
+			v, _ := flat[i+1].(string)
+			h[k] = v
+		}
+		metas[run] = h
+	}
+	var res []redis.XStream
+	pre := map[string]*prefetched{}
+	for _, e := range msgs {
+		f, _ := e.([]any)
+		if len(f) != 6 {
+			return nil, nil, bad
+		}
+		si, _ := f[0].(int64)
+		id, _ := f[1].(string)
+		if si < 1 || int(si) > len(streams) || id == "" {
+			return nil, nil, bad
+		}
+		stream := streams[si-1]
+		m := redis.XMessage{ID: id, Values: map[string]any{}}
+		if t, ok := f[2].(string); ok {
+			m.Values["t"] = t
+			// The Go decoding decides; what the script read is used
+			// only when it read for the same run and execution.
+			p := &prefetched{tok: Token{Item: -1}}
+			run, _ := f[3].(string)
+			if json.Unmarshal([]byte(t), &p.tok) == nil && validRunID(p.tok.Run) && p.tok.Run == run && metas[run] != nil {
+				p.meta = metas[run]
+				x, _ := f[4].(string)
+				st, isStr := f[5].(string)
+				if p.tok.Kind == "exec" && p.tok.Node != "" {
+					if x == execKey(p.tok.Node, p.tok.Iter) && isStr {
+						p.state = &st
+						pre[msgKey(stream, id)] = p
+					}
+				} else {
+					pre[msgKey(stream, id)] = p
+				}
+			}
+		}
+		if k := len(res); k == 0 || res[k-1].Stream != stream {
+			res = append(res, redis.XStream{Stream: stream})
+		}
+		res[len(res)-1].Messages = append(res[len(res)-1].Messages, m)
+	}
+	return res, pre, nil
 }
 
 // prefetched is what a worker reads for a message before handling it.

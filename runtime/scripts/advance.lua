@@ -6,21 +6,23 @@
 -- worker decides this from the graph. The script writes exactly what
 -- complete.lua writes for such a node — state, output, events, join
 -- arrivals, tokens, counter, and the end of the run when no work is left —
--- without lib.lua's prologue and without JSON to decode (but the graph's
--- "_" field when the run ends). When the run is unknown, or the counter
+-- without lib.lua's prologue and without JSON to decode, and with fewer
+-- commands (one read and one write of the state hash). When the run is unknown, or the counter
 -- would go below zero, it returns 'slow' before any write and the worker
 -- calls complete instead.
 -- KEYS: as for the run scripts (lib.lua).
 -- ARGV: 1 node, 2 output (JSON text), 3 hop, 4 token gen, 5 now (ms),
 --       6 group, 7 index of the message's queue in the run's queues (1-based),
---       8 message id, 9 run id, 10 index of the control queue, then for each
+--       8 message id, 9 run id, 10 index of the control queue, 11 '1' when the
+--       workflow has outputs (the graph's "_".outputs), then for each
 --       successor, in the order of the node's edges: its id, the index of its
 --       queue, its number of incoming edges when it is a join (else 0), and
 --       its join mode ('all', 'any').
 local META, STATE, CTX, JOINS, EVENTS = KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local node, out, now, group, mid, run = ARGV[1], ARGV[2], ARGV[5], ARGV[6], ARGV[8], ARGV[9]
 local hop, gen, mq, ctl = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[10])
-local n = (#ARGV - 10) / 4
+local outputs = ARGV[11] == '1'
+local n = (#ARGV - 11) / 4
 if n ~= math.floor(n) or not mq or not KEYS[8 + 2 * mq] or not ctl or not KEYS[9 + 2 * ctl] then
   return redis.error_reply('ERR wfc: bad advance call')
 end
@@ -31,13 +33,17 @@ local GEN = tonumber(m[2])
 local function ack() redis.call('XACK', KEYS[8 + 2 * mq], group, mid) end
 if m[1] ~= 'running' then ack(); return 'inactive' end
 if gen < GEN then ack(); return 'stale' end
-local cur = redis.call('HGET', STATE, node)
+-- The execution's state and whether each successor has one, in one read.
+local fields = {'HMGET', STATE, node}
+for i = 1, n do fields[i + 3] = ARGV[11 + 4 * (i - 1) + 1] end
+local sts = redis.call(unpack(fields))
+local cur = sts[1]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then ack(); return 'dup' end
 
 -- Reads: what each successor's arrival will do, and the counter's delta.
 local succ, dc = {}, -1
 for i = 1, n do
-  local b = 10 + 4 * (i - 1)
+  local b = 11 + 4 * (i - 1)
   local s = {id = ARGV[b + 1], q = tonumber(ARGV[b + 2]), nin = tonumber(ARGV[b + 3]), mode = ARGV[b + 4]}
   if not s.q or not KEYS[8 + 2 * s.q] or not s.nin then return redis.error_reply('ERR wfc: bad advance call') end
   s.arrival = s.id .. '|' .. node .. '|after'
@@ -51,17 +57,26 @@ for i = 1, n do
       s.fire = not done and (s.mode == 'any' or count >= s.nin)
     end
   end
-  s.queue = s.fire and redis.call('HEXISTS', STATE, s.id) == 0
+  s.queue = s.fire and not sts[i + 1]
   if s.queue then dc = dc + 1 end
   succ[i] = s
 end
 if tonumber(m[3] or '0') + dc < 0 then return 'slow' end
 
--- Writes, in complete.lua's order.
-redis.call('HSET', STATE, node, 'completed')
+-- Writes, in complete.lua's order (the state hash's in one HSET).
+local nh = tostring(hop + 1)
+local sets = {'HSET', STATE, node, 'completed'}
+for _, s in ipairs(succ) do
+  if s.queue then
+    sets[#sets + 1] = s.id
+    sets[#sets + 1] = 'queued'
+    sets[#sets + 1] = 'hop|' .. s.id
+    sets[#sets + 1] = nh
+  end
+end
+redis.call(unpack(sets))
 redis.call('HSET', CTX, node, out)
 redis.call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'dc', '-1', 'x', node, 'output', out)
-local nh = tostring(hop + 1)
 for _, s in ipairs(succ) do
   if s.nin > 0 and not s.dup then
     redis.call('HSETNX', JOINS, s.arrival, '1')
@@ -70,7 +85,6 @@ for _, s in ipairs(succ) do
     if s.fire then redis.call('HSETNX', JOINS, s.id .. '|#f', '1') end
   end
   if s.queue then
-    redis.call('HSET', STATE, s.id, 'queued', 'hop|' .. s.id, nh)
     redis.call('XADD', KEYS[8 + 2 * s.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. s.id ..
       '","iter":"","hop":' .. nh .. ',"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. '}')
     redis.call('XADD', EVENTS, '*', 'type', 'node.queued', 'ts', now, 'dc', '1', 'x', s.id, 'hop', nh)
@@ -80,8 +94,7 @@ ack()
 -- lib.lua's settle: at counter zero the run ends, through a finish token
 -- when it has outputs to evaluate.
 if dc ~= 0 and redis.call('HINCRBY', META, 'counter', dc) == 0 then
-  local info = cjson.decode(redis.call('HGET', KEYS[7], '_'))
-  if info.outputs then
+  if outputs then
     redis.call('XADD', KEYS[8 + 2 * ctl], '*', 't', '{"kind":"finish","run":"' .. run ..
       '","node":"","iter":"","hop":0,"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. '}')
     redis.call('XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, 'dc', '1')

@@ -10,9 +10,10 @@ import (
 )
 
 // advance.lua must write exactly what complete.lua writes for the
-// completions it takes. Each workflow runs twice with one worker handling
+// completions it takes, and begin.lua what start.lua writes for the runs it
+// starts. Each workflow runs twice with one worker handling
 // one message at a time (so the order of events is the same), once with the
-// fast path and once without; the event logs, the state, outputs and join
+// fast paths and once without; the event logs, the state, outputs and join
 // bookkeeping, and the run's meta must be equal.
 func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 	flows := map[string]*ir.Workflow{
@@ -55,65 +56,88 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 		}),
 	}
 	forBackends(t, func(t *testing.T, b backend) {
-		for name, w := range flows {
-			var logs, states [2]string
-			for i, general := range []bool{false, true} {
-				v := newEnv(t, b)
-				v.worker(func(o *WorkerOptions) { o.Concurrency, o.generalOnly = 1, general })
-				var in map[string]any
-				if len(w.Inputs) > 0 {
-					in = map[string]any{"n": 7}
-				}
-				st := v.run(w, in)
-				if st.State != RunCompleted {
-					t.Fatalf("%s: %s %s", name, st.State, st.Error)
-				}
-				evs, err := v.e.Events(v.ctx, st.RunID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var lines []string
-				for _, ev := range evs {
-					var fs []string
-					for k, val := range ev.Fields {
-						if k != "ts" && k != "result" {
-							fs = append(fs, k+"="+val)
-						}
+		// "start": what starting a run writes, before any worker runs.
+		for _, mode := range []string{"run", "start"} {
+			for name, w := range flows {
+				var logs, states [2]string
+				for i, general := range []bool{false, true} {
+					v := newEnv(t, b, Options{generalOnly: general})
+					var in map[string]any
+					if len(w.Inputs) > 0 {
+						in = map[string]any{"n": 7}
 					}
-					slices.Sort(fs)
-					lines = append(lines, ev.Type+" "+strings.Join(fs, " "))
-				}
-				logs[i] = strings.Join(lines, "\n")
-				var hs []string
-				for _, k := range []string{v.e.st.ks.state(st.RunID), v.e.st.ks.ctx(st.RunID), v.e.st.ks.runKeys(st.RunID)[4]} {
-					h, err := v.e.st.rdb.HGetAll(v.ctx, k).Result()
+					st := &Status{}
+					if mode == "run" {
+						v.worker(func(o *WorkerOptions) { o.Concurrency, o.generalOnly = 1, general })
+						st = v.run(w, in)
+						if st.State != RunCompleted {
+							t.Fatalf("%s: %s %s", name, st.State, st.Error)
+						}
+					} else {
+						st.RunID = v.submit(w, in)
+					}
+					evs, err := v.e.Events(v.ctx, st.RunID)
 					if err != nil {
 						t.Fatal(err)
 					}
-					var kv []string
-					for f, val := range h {
-						kv = append(kv, f+"="+val)
+					var lines []string
+					for _, ev := range evs {
+						var fs []string
+						for k, val := range ev.Fields {
+							if k != "ts" && k != "result" {
+								fs = append(fs, k+"="+val)
+							}
+						}
+						slices.Sort(fs)
+						lines = append(lines, ev.Type+" "+strings.Join(fs, " "))
 					}
-					slices.Sort(kv)
-					hs = append(hs, strings.Join(kv, " "))
+					logs[i] = strings.Join(lines, "\n")
+					var hs []string
+					for _, k := range []string{v.e.st.ks.state(st.RunID), v.e.st.ks.ctx(st.RunID), v.e.st.ks.runKeys(st.RunID)[4]} {
+						h, err := v.e.st.rdb.HGetAll(v.ctx, k).Result()
+						if err != nil {
+							t.Fatal(err)
+						}
+						var kv []string
+						for f, val := range h {
+							kv = append(kv, f+"="+val)
+						}
+						slices.Sort(kv)
+						hs = append(hs, strings.Join(kv, " "))
+					}
+					// The whole meta but its times.
+					meta, _ := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.meta(st.RunID)).Result()
+					var mkv []string
+					for f, val := range meta {
+						if f != "created" && f != "ended" {
+							mkv = append(mkv, f+"="+val)
+						}
+					}
+					slices.Sort(mkv)
+					hs = append(hs, strings.Join(mkv, " "))
+					// The deadline timers left in the control queue's timers.
+					timers, _ := v.e.st.rdb.ZRange(v.ctx, v.e.st.ks.timers(v.e.st.ks.shard(st.RunID), ControlQueue), 0, -1).Result()
+					hs = append(hs, strings.ReplaceAll(fmt.Sprintf("timers: %q", timers), st.RunID, "RUN"))
+					// The tokens queued (all of them, when no worker ran).
+					if mode == "start" {
+						msgs, _ := v.e.st.rdb.XRange(v.ctx, v.e.st.ks.stream(v.e.st.ks.shard(st.RunID), ControlQueue), "-", "+").Result()
+						for _, m := range msgs {
+							hs = append(hs, strings.ReplaceAll(fmt.Sprint(m.Values), st.RunID, "RUN"))
+						}
+					}
+					// Which keys of the ended run expire (retention).
+					for _, k := range v.e.RunKeys(st.RunID) {
+						d, _ := v.e.st.rdb.PTTL(v.ctx, k).Result()
+						hs = append(hs, fmt.Sprintf("%s expires: %v", k[strings.LastIndex(k, ":")+1:], d > 0))
+					}
+					states[i] = strings.Join(hs, "\n")
 				}
-				m, _ := v.e.st.rdb.HMGet(v.ctx, v.e.st.ks.meta(st.RunID), "status", "counter", "gen", "result").Result()
-				hs = append(hs, fmt.Sprint(m))
-				// The deadline timers left in the control queue's timers.
-				timers, _ := v.e.st.rdb.ZRange(v.ctx, v.e.st.ks.timers(v.e.st.ks.shard(st.RunID), ControlQueue), 0, -1).Result()
-				hs = append(hs, fmt.Sprintf("timers: %d", len(timers)))
-				// Which keys of the ended run expire (retention).
-				for _, k := range v.e.RunKeys(st.RunID) {
-					d, _ := v.e.st.rdb.PTTL(v.ctx, k).Result()
-					hs = append(hs, fmt.Sprintf("%s expires: %v", k[strings.LastIndex(k, ":")+1:], d > 0))
+				if logs[0] != logs[1] {
+					t.Errorf("%s (%s): event logs differ\nwith the fast paths:\n%s\nwithout:\n%s", name, mode, logs[0], logs[1])
 				}
-				states[i] = strings.Join(hs, "\n")
-			}
-			if logs[0] != logs[1] {
-				t.Errorf("%s: event logs differ\nwith advance:\n%s\nwithout:\n%s", name, logs[0], logs[1])
-			}
-			if states[0] != states[1] {
-				t.Errorf("%s: state differs\nwith advance:\n%s\nwithout:\n%s", name, states[0], states[1])
+				if states[0] != states[1] {
+					t.Errorf("%s (%s): state differs\nwith the fast paths:\n%s\nwithout:\n%s", name, mode, states[0], states[1])
+				}
 			}
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +54,10 @@ type Options struct {
 	// Logger receives the engine's and its workers' logs (default
 	// slog.Default()).
 	Logger *slog.Logger
+
+	// generalOnly (tests): runs start without the fast path
+	// (begin.lua), so that a test can compare it with start.lua.
+	generalOnly bool
 }
 
 // DefaultRetention is how long the keys of an ended run are kept when
@@ -391,7 +397,10 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
 	}
-	res, err := e.st.call(ctx, "start", ref, args)
+	res, err := e.begin(ctx, p, ref, args.base.Now, in, retMS, maxHops, maxFan, args.DeadlineAt)
+	if err == nil && res == "" {
+		res, err = e.st.call(ctx, "start", ref, args)
+	}
 	if err != nil {
 		return "", fmt.Errorf("runtime: starting run: %w", err)
 	}
@@ -405,6 +414,49 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		}
 	}
 	return run, nil
+}
+
+// begin is start's fast path (scripts/begin.lua) for a workflow whose
+// entry nodes are outside loops. It returns "" when the case does not
+// apply or the script declined, and start runs.
+func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, now string, inputs []byte, retMS int64, maxHops, maxFan int, deadlineAt int64) (string, error) {
+	if e.opts.generalOnly {
+		return "", nil
+	}
+	idx := func(q string) int {
+		for i, x := range ref.queues {
+			if x == q {
+				return i + 1
+			}
+		}
+		return 0
+	}
+	ctl := idx(ControlQueue)
+	if ctl == 0 {
+		return "", nil
+	}
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	args := []any{ref.id, now, p.hash, p.suffix, strings.Join(ref.queues, ","), p.w.Name, string(inputs),
+		i64(p.w.Settings.DeadlineMS), i64(deadlineAt), strconv.Itoa(maxHops), strconv.Itoa(maxFan), i64(retMS), ctl}
+	for _, en := range p.entries {
+		g := p.graph[en[0]]
+		q := 0
+		if g != nil {
+			q = idx(g.Q)
+		}
+		if en[1] != "" || q == 0 {
+			return "", nil
+		}
+		args = append(args, en[0], q)
+	}
+	res, err := e.st.scripts["begin"].Run(ctx, e.st.rdb, e.st.keys(ref), args...).Text()
+	if err != nil {
+		return "", err
+	}
+	if res == "slow" {
+		return "", nil
+	}
+	return res, nil
 }
 
 // Status returns the state of a run.

@@ -25,7 +25,7 @@ var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "f
 // streamScripts stand alone: they work on one stream or timers key, or
 // (advance, the fast path of complete) on the run KEYS with positional
 // arguments.
-var streamScripts = []string{"promote", "heartbeat", "release", "advance", "take"}
+var streamScripts = []string{"promote", "heartbeat", "release", "advance", "take", "begin"}
 
 func loadScripts() (map[string]*redis.Script, error) {
 	lib, err := scriptFS.ReadFile("scripts/lib.lua")

@@ -1,0 +1,51 @@
+-- begin: the common case of start.lua, without its generality, for speed
+-- (as advance.lua is to complete.lua): every entry node is outside any loop.
+-- The submitter decides this from the plan. The script writes exactly what
+-- start.lua writes — the run's meta, its run.started event, a state, a
+-- token and a node.queued event per entry, the deadline timer, the counter
+-- — without lib.lua's prologue and without JSON to decode. When the graph
+-- is not stored it returns 'slow' before any write and the submitter calls
+-- start, which says why.
+-- KEYS: as for the run scripts (lib.lua).
+-- ARGV: 1 run id, 2 now (ms), 3 IR hash, 4 graph suffix, 5 queues (comma-
+--       separated), 6 workflow, 7 inputs (JSON text), 8 deadline_ms,
+--       9 deadline_at (ms), 10 max_hops, 11 max_fanout, 12 retention (ms),
+--       13 index of the control queue, then for each entry node: its id
+--       and the index of its queue (1-based, in the run's queues).
+local META, STATE, EVENTS, GRAPH = KEYS[1], KEYS[3], KEYS[6], KEYS[7]
+local run, now = ARGV[1], ARGV[2]
+local ctl = tonumber(ARGV[13])
+local n = (#ARGV - 13) / 2
+if n < 1 or n ~= math.floor(n) or not ctl or not KEYS[9 + 2 * ctl] then
+  return redis.error_reply('ERR wfc: bad begin call')
+end
+local entries = {}
+for i = 1, n do
+  local e = {id = ARGV[12 + 2 * i], q = tonumber(ARGV[13 + 2 * i])}
+  if not e.q or not KEYS[8 + 2 * e.q] then return redis.error_reply('ERR wfc: bad begin call') end
+  entries[i] = e
+end
+
+if redis.call('EXISTS', META) == 1 then return 'exists' end
+if redis.call('HEXISTS', GRAPH, '_') == 0 then return 'slow' end
+
+-- Writes, in start.lua's order.
+redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', ARGV[3], 'graph', ARGV[4],
+  'queues', ARGV[5], 'workflow', ARGV[6], 'inputs', ARGV[7], 'created', now,
+  'deadline_ms', ARGV[8], 'max_hops', ARGV[10], 'max_fanout', ARGV[11], 'retention', ARGV[12])
+redis.call('XADD', EVENTS, '*', 'type', 'run.started', 'ts', now, 'ir', ARGV[3], 'workflow', ARGV[6], 'inputs', ARGV[7])
+local dc = 0
+for _, e in ipairs(entries) do
+  if redis.call('HEXISTS', STATE, e.id) == 0 then
+    redis.call('HSET', STATE, e.id, 'queued', 'hop|' .. e.id, '1')
+    redis.call('XADD', KEYS[8 + 2 * e.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. e.id ..
+      '","iter":"","hop":1,"attempt":1,"item":-1,"gen":0}')
+    redis.call('XADD', EVENTS, '*', 'type', 'node.queued', 'ts', now, 'dc', '1', 'x', e.id, 'hop', '1')
+    dc = dc + 1
+  end
+end
+if tonumber(ARGV[8]) > 0 then
+  redis.call('ZADD', KEYS[9 + 2 * ctl], ARGV[9], '{"kind":"deadline","run":"' .. run .. '","gen":0}')
+end
+redis.call('HINCRBY', META, 'counter', dc)
+return 'ok'

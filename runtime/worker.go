@@ -403,7 +403,7 @@ func (w *Worker) take(ctx context.Context, shard int, streams []string, n int) (
 	if err != nil {
 		return nil, nil, err
 	}
-	bad := fmt.Errorf("take: unexpected reply %v", reply)
+	bad := errors.New("take: unexpected reply")
 	if len(reply) != 2 {
 		return nil, nil, bad
 	}

@@ -20,7 +20,8 @@ import (
 // need not be.
 type batcher struct {
 	rdb redis.UniversalClient
-	max int // calls per pipeline
+	max int       // calls per pipeline
+	pb  piggyback // nil: none
 
 	mu      sync.Mutex
 	busy    bool // a leader is sending
@@ -29,10 +30,25 @@ type batcher struct {
 	pipelined atomic.Int64 // calls sent in pipelines of two or more (tests)
 }
 
+// A piggyback lets a batch's pipeline also read the next messages for the
+// slots its callers are about to free: the worker's take. A completion
+// then costs no read of its own while work is waiting.
+type piggyback interface {
+	// queueTake adds a read of up to n messages of the shard's queues to
+	// the pipeline, or returns nil (the worker is stopping).
+	queueTake(ctx context.Context, pipe redis.Pipeliner, shard, n int) *redis.Cmd
+	// takeDone dispatches what the read returned, each message with one
+	// of the callers' slots, and returns how many slots it used.
+	takeDone(ctx context.Context, cmd *redis.Cmd, shard, n int) int
+}
+
 type batchCall struct {
-	sc   *redis.Script
-	keys []string
-	args []any
+	sc    *redis.Script
+	keys  []string
+	args  []any
+	give  bool // the caller's slot may go to a message the batch reads
+	shard int  // the shard of the caller's run
+	gave  bool // it went
 
 	res  any
 	err  error
@@ -40,16 +56,18 @@ type batchCall struct {
 	lead bool
 }
 
-func newBatcher(rdb redis.UniversalClient, n int) *batcher {
-	return &batcher{rdb: rdb, max: max(n, 1)}
+func newBatcher(rdb redis.UniversalClient, n int, pb piggyback) *batcher {
+	return &batcher{rdb: rdb, max: max(n, 1), pb: pb}
 }
 
 // run calls the script and returns its reply. The caller whose call finds
 // no pipeline in flight leads: it sends its call with every call waiting
 // (up to max), hands the lead to the first call that arrived meanwhile,
-// and returns.
-func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
-	c := &batchCall{sc: sc, keys: keys, args: args, wake: make(chan struct{})}
+// and returns. With give, the caller offers its handling slot to a message
+// the batch reads; gave reports that the slot went (the caller must not
+// release it).
+func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, give bool, shard int, args ...any) (res any, gave bool, err error) {
+	c := &batchCall{sc: sc, keys: keys, args: args, give: give, shard: shard, wake: make(chan struct{})}
 	b.mu.Lock()
 	if b.busy {
 		b.pending = append(b.pending, c)
@@ -58,7 +76,7 @@ func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, args
 		// its outcome must be known; the client's timeouts bound the wait.
 		<-c.wake
 		if !c.lead {
-			return c.res, c.err
+			return c.res, c.gave, c.err
 		}
 		b.mu.Lock()
 	} else {
@@ -84,25 +102,45 @@ func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, args
 	for _, o := range batch[1:] {
 		close(o.wake)
 	}
-	return c.res, c.err
+	return c.res, c.gave, c.err
 }
 
 // send runs the batch: one EVALSHA alone, several in a pipeline. A call
 // that meets NOSCRIPT (the server restarted or flushed its scripts) is
 // repeated on its own with the script's EVALSHA-then-EVAL.
 func (b *batcher) send(ctx context.Context, batch []*batchCall) {
-	if len(batch) == 1 {
+	var givers []*batchCall
+	if b.pb != nil {
+		for _, c := range batch {
+			if c.give {
+				givers = append(givers, c)
+			}
+		}
+	}
+	if len(batch) == 1 && len(givers) == 0 {
 		c := batch[0]
 		c.res, c.err = c.sc.Run(ctx, b.rdb, c.keys, c.args...).Result()
 		return
 	}
-	b.pipelined.Add(int64(len(batch)))
+	if len(batch) > 1 {
+		b.pipelined.Add(int64(len(batch)))
+	}
 	pipe := b.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, c := range batch {
 		cmds[i] = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
+	// After the completions: it may read the tokens they just queued.
+	var take *redis.Cmd
+	if len(givers) > 0 {
+		take = b.pb.queueTake(ctx, pipe, givers[0].shard, len(givers))
+	}
 	pipe.Exec(ctx) // each command's error is read below
+	if take != nil {
+		for _, c := range givers[:b.pb.takeDone(ctx, take, givers[0].shard, len(givers))] {
+			c.gave = true
+		}
+	}
 	for i, c := range batch {
 		c.res, c.err = cmds[i].Result()
 		if c.err != nil && strings.HasPrefix(c.err.Error(), "NOSCRIPT") {

@@ -22,7 +22,7 @@ func TestBatcher(t *testing.T) {
 		rdb := e.st.rdb
 		echo := redis.NewScript(`if ARGV[1] == 'bad' then return redis.error_reply('ERR bad call') end
 return redis.call('INCR', KEYS[1]) .. ':' .. ARGV[1]`)
-		bt := newBatcher(rdb, 4)
+		bt := newBatcher(rdb, 4, nil)
 		key := e.st.ks.tag(0) + ":batchtest"
 		for round := range 3 {
 			if round == 1 {
@@ -49,7 +49,7 @@ return redis.call('INCR', KEYS[1]) .. ':' .. ARGV[1]`)
 					if i%10 == 3 {
 						arg = "bad"
 					}
-					res, err := bt.run(ctx, echo, []string{key}, arg)
+					res, _, err := bt.run(ctx, echo, []string{key}, false, 0, arg)
 					got[i], _ = res.(string)
 					errs[i] = err
 				}()

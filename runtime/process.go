@@ -52,6 +52,9 @@ type job struct {
 	poison int
 	// pre is what the worker read for the message with its batch, or nil.
 	pre *prefetched
+	// give, when not nil, lets the completion's batch hand the message's
+	// slot to a message it reads; it is set to true when it did.
+	give *bool
 }
 
 // poisonErr is the failure of an execution whose message was delivered too
@@ -60,7 +63,7 @@ func (j *job) poisonErr() error {
 	return handlers.Permanentf("gave up after %d deliveries: the workers handling it died or lost it every time", j.poison)
 }
 
-func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison int, pre *prefetched) error {
+func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison int, pre *prefetched, give *bool) error {
 	tok := Token{Item: -1}
 	if pre != nil {
 		tok = pre.tok
@@ -68,7 +71,7 @@ func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison 
 		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", raw)
 		return w.st.rdb.XAck(ctx, stream, Group, id).Err()
 	}
-	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream, poison: poison, pre: pre}
+	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream, poison: poison, pre: pre, give: give}
 	var m *runMeta
 	var err error
 	if pre != nil {
@@ -226,7 +229,10 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 		}
 		args = append(args, s.id, q, s.nin, cmp.Or(s.mode, ir.JoinAll))
 	}
-	reply, err := j.w.batch.run(j.ctx, j.w.st.scripts["advance"], j.w.st.keys(j.ref), args...)
+	reply, gave, err := j.w.batch.run(j.ctx, j.w.st.scripts["advance"], j.w.st.keys(j.ref), j.give != nil && !*j.give, j.w.ks.shard(j.tok.Run), args...)
+	if gave {
+		*j.give = true
+	}
 	res, _ := reply.(string)
 	if err != nil {
 		return false, fmt.Errorf("advance %s: %w", j.x, err)

@@ -139,12 +139,15 @@ type Worker struct {
 	sem      chan struct{}
 	batch    *batcher     // completions (advance.lua) in pipelines
 	work     chan *flight // dispatched messages, for the handler goroutines
-	inflight sync.Map     // "stream id" -> *flight
+	hctx     context.Context
+	stopping atomic.Bool
+	inflight sync.Map // "stream id" -> *flight
 	handling sync.WaitGroup
 	dupSeen  sync.Map
 
 	// Stats, for tests and logs.
 	handled, applied, dups, stale, inactive, claimed, released atomic.Int64
+	piggybacked                                                atomic.Int64 // messages read by completions (tests)
 }
 
 // WorkerStats counts what a worker did.
@@ -179,12 +182,13 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	if s := e.st.ks.shards; s > 1 {
 		opts.Batch = max(1, min(opts.Batch, opts.Concurrency/s))
 	}
-	return &Worker{
+	w := &Worker{
 		st: e.st, ks: e.st.ks, opts: opts,
-		log:   opts.Logger.With("consumer", opts.Consumer),
-		sem:   make(chan struct{}, opts.Concurrency),
-		batch: newBatcher(e.st.rdb, opts.Concurrency),
+		log: opts.Logger.With("consumer", opts.Consumer),
+		sem: make(chan struct{}, opts.Concurrency),
 	}
+	w.batch = newBatcher(e.st.rdb, opts.Concurrency, w)
+	return w
 }
 
 // Consumer returns the worker's consumer name.
@@ -197,6 +201,7 @@ func (w *Worker) Consumer() string { return w.opts.Consumer }
 func (w *Worker) Run(ctx context.Context) error {
 	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
+	w.hctx = hctx
 	for {
 		err := w.ensureGroups(ctx)
 		if err == nil {
@@ -236,6 +241,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { defer loops.Done(); w.timerLoop(ctx) }()
 	w.log.Debug("wfc worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency)
 	<-ctx.Done()
+	w.stopping.Store(true)
 	loops.Wait()
 
 	done := make(chan struct{})
@@ -403,6 +409,65 @@ func (w *Worker) take(ctx context.Context, shard int, streams []string, n int) (
 	if err != nil {
 		return nil, nil, err
 	}
+	return parseTake(reply, streams)
+}
+
+// queueTake and takeDone make the worker the batcher's piggyback: a
+// pipeline of completions also reads, with take.lua, as many messages as
+// it completes, and each goes to a completing handler's slot.
+func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, n int) *redis.Cmd {
+	if w.stopping.Load() || w.hctx == nil || w.opts.dup > 1 {
+		return nil
+	}
+	return w.st.scripts["take"].EvalSha(ctx, pipe, w.streams(shard), Group, w.opts.Consumer, n, w.ks.tag(shard))
+}
+
+func (w *Worker) takeDone(ctx context.Context, cmd *redis.Cmd, shard, n int) int {
+	reply, err := cmd.Slice()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			// Nothing was read; the next read loads the script.
+			w.st.scripts["take"].Load(ctx, w.st.rdb)
+		} else if ctx.Err() == nil {
+			// Messages it read, if any, stay pending and are claimed
+			// after the visibility timeout.
+			w.log.Warn("wfc worker: reading with a completion", "shard", shard, "err", err)
+		}
+		return 0
+	}
+	streams := w.streams(shard)
+	res, pre, err := parseTake(reply, streams)
+	if err != nil {
+		w.log.Warn("wfc worker: reading with a completion", "shard", shard, "err", err)
+		return 0
+	}
+	used := 0
+	for _, s := range res {
+		q := w.queueOf(s.Stream)
+		for _, m := range s.Messages {
+			if used == n { // take.lua reads at most n; never here
+				w.log.Error("wfc worker: a read returned more messages than asked; leaving the rest pending", "id", m.ID)
+				continue
+			}
+			used++
+			w.piggybacked.Add(1)
+			w.dispatchN(w.hctx, shard, q, m, 0, pre[msgKey(s.Stream, m.ID)])
+		}
+	}
+	return used
+}
+
+// streams returns the stream keys of the worker's queues on a shard.
+func (w *Worker) streams(shard int) []string {
+	out := make([]string, len(w.opts.Queues))
+	for i, q := range w.opts.Queues {
+		out[i] = w.ks.stream(shard, q)
+	}
+	return out
+}
+
+// parseTake decodes take.lua's reply.
+func parseTake(reply []any, streams []string) ([]redis.XStream, map[string]*prefetched, error) {
 	bad := errors.New("take: unexpected reply")
 	if len(reply) != 2 {
 		return nil, nil, bad
@@ -634,6 +699,8 @@ type flight struct {
 	// whether they stopped (the message was lost or the run ended).
 	beat time.Time
 	done bool
+	// gave: the handler's slot went to a message its completion read.
+	gave bool
 }
 
 // dispatchN hands one message to a handler goroutine; the caller holds a
@@ -659,7 +726,11 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 
 func (w *Worker) handle(hctx context.Context, f *flight) {
 	defer w.handling.Done()
-	defer w.releaseSlots(1)
+	defer func() {
+		if !f.gave {
+			w.releaseSlots(1)
+		}
+	}()
 	defer w.inflight.Delete(f.key)
 	defer f.cancel(nil)
 	stream, m, raw := f.stream, f.m, f.raw
@@ -679,7 +750,7 @@ func (w *Worker) handle(hctx context.Context, f *flight) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if e := w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre); e != nil {
+				if e := w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre, nil); e != nil {
 					mu.Lock()
 					err = e
 					mu.Unlock()
@@ -688,7 +759,7 @@ func (w *Worker) handle(hctx context.Context, f *flight) {
 		}
 		wg.Wait()
 	} else {
-		err = w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre)
+		err = w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre, &f.gave)
 	}
 	w.handled.Add(1)
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,6 +237,53 @@ func TestSeveralQueuesOneSlot(t *testing.T) {
 			if st := v.wait(run); st.State != RunCompleted {
 				t.Fatalf("run %s: %s %s", run, st.State, st.Error)
 			}
+		}
+	})
+}
+
+// Completions read the next messages (the piggyback) and hand them their
+// slots: the worker still never runs more handlers than its concurrency,
+// and every run completes, on several queues too.
+func TestPiggybackKeepsConcurrency(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: map[string]string{"special": "gpu"}})
+		var mu sync.Mutex
+		running, most := 0, 0
+		slow := func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return json.RawMessage(`{}`), nil
+		}
+		v.reg.RegisterFunc("slow", slow)
+		v.reg.RegisterFunc("special", slow)
+		w := build(t, wfSpec{nodes: []*nodeSpec{
+			task("a", "slow"), task("b", "special", after("a")), task("c", "slow", after("b")),
+			task("d", "slow", after("c")), task("e", "special", after("c")), task("f", "slow", after("d", "e")),
+		}})
+		var runs []string
+		for range 30 {
+			runs = append(runs, v.submit(w, nil))
+		}
+		wk := v.worker(func(o *WorkerOptions) { o.Queues = []string{ControlQueue, "gpu"}; o.Concurrency = 3 })
+		for _, run := range runs {
+			if st := v.wait(run); st.State != RunCompleted {
+				t.Fatalf("run %s: %s %s", run, st.State, st.Error)
+			}
+			v.check(run)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if most > 3 {
+			t.Errorf("%d handlers ran at once, concurrency 3", most)
+		}
+		if wk.piggybacked.Load() == 0 {
+			t.Error("no completion read a message")
 		}
 	})
 }

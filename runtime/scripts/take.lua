@@ -9,22 +9,23 @@
 -- KEYS: the queue streams of one shard (all carry the shard's hash tag, as
 --       do the run keys read here, so the script stays in one slot).
 -- ARGV: 1 group, 2 consumer, 3 count, 4 the shard's key tag ("prefix:{n}").
--- Reply: {messages, metas}. messages: for each message read,
+-- Reply: {messages, metas}. messages: for each message read (at most
+--   count in all),
 --   {stream index (1-based), id, t (false: none), run (false: no token),
 --    exec key (false: not an exec token), state ('' when none)};
 -- metas: {run, HGETALL of its meta} for each run named.
-local args = {'XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3], 'STREAMS'}
-for i = 1, #KEYS do args[#args + 1] = KEYS[i] end
-for _ = 1, #KEYS do args[#args + 1] = '>' end
-local res = redis.call(unpack(args))
+-- The count bounds the whole reply (one stream after the other), not each
+-- stream as one XREADGROUP over all would: the worker has that many slots.
 local msgs, metas = {}, {}
-if not res then return {msgs, metas} end
-local sidx, seen = {}, {}
-for i, k in ipairs(KEYS) do sidx[k] = i end
+local left = tonumber(ARGV[3])
+local seen = {}
 local function str(v) return type(v) == 'string' and v ~= '' end
-for _, s in ipairs(res) do
-  local si = sidx[s[1]]
-  for _, m in ipairs(s[2]) do
+for si = 1, #KEYS do
+  if left < 1 then break end
+  local res = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', KEYS[si], '>')
+  local got = res and res[1] and res[1][2] or {}
+  left = left - #got
+  for _, m in ipairs(got) do
     local t, run, x, st = false, false, false, false
     local f = m[2] or {}
     for i = 1, #f - 1, 2 do

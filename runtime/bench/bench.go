@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -132,6 +133,13 @@ type Scenario struct {
 	HopP99ms   float64 `json:"hop_p99_ms"`     //
 	TripsPer   float64 `json:"trips_per_exec"` // worker round trips to Redis per node execution
 	RedisCPUus float64 `json:"redis_cpu_us_per_exec,omitzero"`
+	// Tokens is the mean number of tokens in flight (Little's law: the
+	// sum over executions of the time from the node's becoming ready to
+	// its handler's end, over the measured time). The reference after the
+	// scenario keeps as many in flight: a fan-out's 100 siblings wait in
+	// their queue behind each other, and a reference with one token per
+	// run would not.
+	Tokens float64 `json:"tokens_in_flight"`
 }
 
 // A Baseline is the raw go-redis reference: tokens passed along chains of
@@ -259,8 +267,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		if !opts.Baseline {
 			return nil
 		}
-		opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chain(s) in flight", workers, inflight))
-		bl, err := s.Baseline(ctx, workers, inflight, 0)
+		chains := max(1, int(math.Round(sc.Tokens)))
+		opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chain(s) in flight", workers, chains))
+		bl, err := s.Baseline(ctx, workers, chains, 0)
 		if err != nil {
 			return err
 		}
@@ -368,6 +377,38 @@ func (r *recorder) hops(w *ir.Workflow) []float64 {
 		}
 	}
 	return out
+}
+
+// tokens returns the mean number of tokens in flight over secs: for every
+// execution, the time from its node's becoming ready (its last
+// predecessor's handler ended; for an entry node, its own handler's start,
+// as the submission is not timed) to its handler's end.
+func (r *recorder) tokens(w *ir.Workflow, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	preds := map[string][]string{}
+	for _, e := range w.Edges {
+		preds[e.To] = append(preds[e.To], e.From)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sum float64
+	for _, rt := range r.runs {
+		for node, start := range rt.start {
+			ready := start
+			if ps := preds[node]; len(ps) > 0 {
+				ready = 0
+				for _, p := range ps {
+					ready = max(ready, rt.end[p])
+				}
+			}
+			if end := rt.end[node]; ready > 0 && end >= ready {
+				sum += float64(end-ready) / 1e9
+			}
+		}
+	}
+	return sum / secs
 }
 
 func percentile(sorted []float64, p float64) float64 {
@@ -507,6 +548,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	}
 	sc.ExecPerSec = float64(sc.Executions) / secs
 	sc.RunsPerSec = float64(sc.Runs) / secs
+	sc.Tokens = rec.tokens(w, secs)
 	h := rec.hops(w)
 	slices.Sort(h)
 	sc.Hops, sc.HopP50ms, sc.HopP99ms = len(h), percentile(h, 0.50), percentile(h, 0.99)
@@ -629,11 +671,12 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 								if nhops.Add(1) == hops {
 									close(enough)
 								}
-								if idx > 0 {
-									mu.Lock()
-									lat = append(lat, float64(recv-sent)/1e6)
-									mu.Unlock()
-								}
+								// Every hop counts, into the first stream
+								// too: the chains are rings, and a queue
+								// that builds up at any stream is waiting.
+								mu.Lock()
+								lat = append(lat, float64(recv-sent)/1e6)
+								mu.Unlock()
 							}
 							next := streams[(idx+1)%length]
 							pipe := wr.Pipeline()
@@ -649,8 +692,10 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 			}
 		}()
 	}
-	for range inflight {
-		if err := wr.XAdd(ctx, &redis.XAddArgs{Stream: streams[0], Values: []any{"t", time.Now().UnixNano()}}).Err(); err != nil {
+	// The tokens start spread over the ring, as they stay: all in one
+	// stream, they would move as a convoy with one long queue.
+	for i := range inflight {
+		if err := wr.XAdd(ctx, &redis.XAddArgs{Stream: streams[i%length], Values: []any{"t", time.Now().UnixNano()}}).Err(); err != nil {
 			stop()
 			return nil, err
 		}

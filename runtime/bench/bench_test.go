@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"os"
 	"strconv"
 	"testing"
@@ -57,6 +58,11 @@ func TestRun(t *testing.T) {
 		if want := s.Runs * int(perRun[s.Shape]-1); s.Hops != want {
 			t.Errorf("%s: %d hops, want %d", s.Name, s.Hops, want)
 		}
+		// A chain has at most one token per run in flight; a fan-out
+		// up to a hundred.
+		if s.Tokens <= 0 || s.Shape == "chain" && s.Tokens > float64(s.InFlight)+0.01 {
+			t.Errorf("%s: %.2f tokens in flight for %d runs", s.Name, s.Tokens, s.InFlight)
+		}
 		if s.ExecPerSec <= 0 || s.HopP50ms <= 0 || s.HopP99ms < s.HopP50ms || s.TripsPer <= 0 || s.RedisCPUus <= 0 {
 			t.Errorf("%s: implausible figures %+v", s.Name, s)
 		}
@@ -66,8 +72,9 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%d baselines for %d scenarios: %+v", len(rep.Baselines), len(rep.Scenarios), rep.Baselines)
 	}
 	for i, b := range rep.Baselines {
-		if sc := rep.Scenarios[i]; b.For != sc.Name || b.Consumers != sc.Workers || b.InFlight != sc.InFlight {
-			t.Errorf("reference %+v after scenario %s", b, sc.Name)
+		// As many tokens in flight as the scenario had on average.
+		if sc := rep.Scenarios[i]; b.For != sc.Name || b.Consumers != sc.Workers || b.InFlight != max(1, int(math.Round(sc.Tokens))) {
+			t.Errorf("reference %+v after scenario %s (%.1f tokens in flight)", b, sc.Name, sc.Tokens)
 		}
 		// One read per batch and one pipelined write per hop.
 		if b.Hops == 0 || b.HopsPerSec <= 0 || b.HopP50ms <= 0 || b.TripsPer < 1 || b.TripsPer > 2.5 {

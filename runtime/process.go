@@ -76,6 +76,9 @@ func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison 
 	var err error
 	if pre != nil {
 		m, err = parseMeta(tok.Run, pre.meta)
+		if err == nil && m.Status == RunRunning {
+			w.fresh.remember(tok.Run, pre.meta)
+		}
 	} else {
 		m, err = w.st.meta(ctx, tok.Run)
 	}

@@ -141,6 +141,7 @@ type Worker struct {
 	work     chan *flight // dispatched messages, for the handler goroutines
 	hctx     context.Context
 	stopping atomic.Bool
+	fresh    freshness
 	inflight sync.Map // "stream id" -> *flight
 	handling sync.WaitGroup
 	dupSeen  sync.Map
@@ -202,6 +203,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
 	w.hctx = hctx
+	w.fresh.measure(ctx, w.st.rdb)
 	for {
 		err := w.ensureGroups(ctx)
 		if err == nil {
@@ -381,7 +383,9 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		}
 		backoff.reset()
 		if pre == nil {
-			pre = w.prefetch(ctx, res)
+			if pre = w.fresh.prefetched(res); pre == nil {
+				pre = w.prefetch(ctx, res)
+			}
 		}
 		used := 0
 		for _, s := range res {
@@ -652,6 +656,7 @@ func (w *Worker) timerLoop(ctx context.Context) {
 		}
 		if time.Since(lastTrim) >= w.opts.TrimInterval {
 			lastTrim = time.Now()
+			w.fresh.measure(ctx, w.st.rdb)
 			for s := 0; s < max(w.ks.shards, 1); s++ {
 				for _, q := range w.opts.Queues {
 					if err := w.trim(ctx, w.ks.stream(s, q)); err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "NOGROUP") {

@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// freshWindow is how young a token must be for its pre-read to be skipped.
+const freshWindow = 10 * time.Millisecond
+
+// freshness lets a worker skip the pre-read of a batch (a round trip)
+// when every message in it is an exec token that was written moments ago
+// — the script that wrote it had just checked that the run was running and
+// queued the execution, which is what the pre-read checks — for a run
+// whose meta the worker keeps from an earlier token (the meta that matters
+// to a worker does not change while a run runs, but for its status and
+// generation). This is what a blocking read delivers while a run moves
+// along its nodes, and it removes a round trip from every such hop.
+//
+// How old a token is, is told by its message id (the Redis server's clock,
+// in ms) against the worker's clock corrected by the offset to the
+// server's, measured with TIME. The check's guarantee is unchanged in kind:
+// a pre-read is also a moment old when the handler starts. A handler may
+// start for a run that was cancelled or failed within the window; its
+// completion is then not applied, as for any handler that was running.
+type freshness struct {
+	known  atomic.Bool  // the offset was measured
+	offset atomic.Int64 // server ms - local ms
+
+	mu   sync.Mutex
+	runs map[string]map[string]string // run -> meta read while it ran
+}
+
+// measure reads the offset between the server's clock and the worker's
+// (TIME, corrected by half the round trip). On an error the skipping
+// stops until the next measure succeeds.
+func (f *freshness) measure(ctx context.Context, rdb redis.UniversalClient) {
+	t0 := time.Now()
+	tm, err := rdb.Time(ctx).Result()
+	if err != nil {
+		f.known.Store(false)
+		return
+	}
+	mid := t0.Add(time.Since(t0) / 2)
+	f.offset.Store(tm.UnixMilli() - mid.UnixMilli())
+	f.known.Store(true)
+}
+
+// remember keeps the meta of a running run, read for one of its tokens.
+func (f *freshness) remember(run string, meta map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.runs == nil || len(f.runs) >= 4096 {
+		f.runs = map[string]map[string]string{}
+	}
+	f.runs[run] = meta
+}
+
+// prefetched returns, when every message of a batch is a fresh exec token
+// of a run whose meta is kept (with the token's generation), what prefetch
+// would have read for them; else nil.
+func (f *freshness) prefetched(res []redis.XStream) map[string]*prefetched {
+	if !f.known.Load() {
+		return nil
+	}
+	now := time.Now().UnixMilli() + f.offset.Load()
+	out := map[string]*prefetched{}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	queued := NodeQueued
+	for _, s := range res {
+		for _, m := range s.Messages {
+			ms, _, _ := strings.Cut(m.ID, "-")
+			at, err := strconv.ParseInt(ms, 10, 64)
+			if err != nil || now-at > freshWindow.Milliseconds() || now-at < -freshWindow.Milliseconds() {
+				return nil
+			}
+			raw, _ := m.Values["t"].(string)
+			p := &prefetched{tok: Token{Item: -1}, state: &queued}
+			if json.Unmarshal([]byte(raw), &p.tok) != nil || p.tok.Kind != "exec" || p.tok.Node == "" {
+				return nil
+			}
+			meta := f.runs[p.tok.Run]
+			if meta == nil || meta["gen"] != strconv.Itoa(p.tok.Gen) {
+				return nil
+			}
+			p.meta = meta
+			out[msgKey(s.Stream, m.ID)] = p
+		}
+	}
+	return out
+}

@@ -1,0 +1,54 @@
+package runtime
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A batch skips its pre-read only when every message is a fresh exec token
+// of a run whose meta the worker keeps, with the token's generation.
+func TestFreshness(t *testing.T) {
+	var f freshness
+	f.known.Store(true)
+	f.offset.Store(-2000) // the server's clock is 2 s behind the worker's
+	f.remember("r1", map[string]string{"status": "running", "gen": "0", "ir": "x"})
+	f.remember("r2", map[string]string{"status": "running", "gen": "1"})
+	server := time.Now().UnixMilli() - 2000
+	msg := func(ageMS int64, tok string) redis.XMessage {
+		return redis.XMessage{ID: fmt.Sprintf("%d-0", server-ageMS), Values: map[string]any{"t": tok}}
+	}
+	exec := func(run string, gen int) string {
+		return fmt.Sprintf(`{"kind":"exec","run":%q,"node":"a","iter":"","hop":2,"attempt":1,"item":-1,"gen":%d}`, run, gen)
+	}
+	for _, c := range []struct {
+		name string
+		msgs []redis.XMessage
+		skip bool
+	}{
+		{"fresh", []redis.XMessage{msg(1, exec("r1", 0)), msg(0, exec("r2", 1))}, true},
+		{"one too old", []redis.XMessage{msg(1, exec("r1", 0)), msg(50, exec("r2", 1))}, false},
+		{"a run not kept", []redis.XMessage{msg(1, exec("r3", 0))}, false},
+		{"another generation", []redis.XMessage{msg(1, exec("r2", 0))}, false},
+		{"not an exec token", []redis.XMessage{msg(1, `{"kind":"finish","run":"r1","item":-1,"gen":0}`)}, false},
+		{"not a token", []redis.XMessage{msg(1, `{`)}, false},
+	} {
+		got := f.prefetched([]redis.XStream{{Stream: "s", Messages: c.msgs}})
+		if (got != nil) != c.skip {
+			t.Errorf("%s: skipped %v, want %v", c.name, got != nil, c.skip)
+			continue
+		}
+		for _, m := range c.msgs {
+			if p := got[msgKey("s", m.ID)]; c.skip && (p == nil || *p.state != NodeQueued || p.meta["status"] != "running") {
+				t.Errorf("%s: %+v", c.name, p)
+			}
+		}
+	}
+	// Without a measured offset nothing is skipped.
+	f.known.Store(false)
+	if f.prefetched([]redis.XStream{{Stream: "s", Messages: []redis.XMessage{msg(1, exec("r1", 0))}}}) != nil {
+		t.Error("skipped without a known clock offset")
+	}
+}

@@ -34,12 +34,14 @@ type batcher struct {
 // slots its callers are about to free: the worker's take. A completion
 // then costs no read of its own while work is waiting.
 type piggyback interface {
-	// queueTake adds a read of up to n messages of the shard's queues to
-	// the pipeline, or returns nil (the worker is stopping).
-	queueTake(ctx context.Context, pipe redis.Pipeliner, shard, n int) *redis.Cmd
-	// takeDone dispatches what the read returned, each message with one
-	// of the callers' slots, and returns how many slots it used.
-	takeDone(ctx context.Context, cmd *redis.Cmd, shard, n int) int
+	// queueTake adds a read of the shard's queues to the pipeline, for
+	// the k callers' slots and any free ones it takes, or returns nil (the
+	// worker is stopping).
+	queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k int) *pendingTake
+	// takeDone dispatches what the read returned, each message with a
+	// slot, the callers' first, and returns how many of the callers'
+	// slots it used.
+	takeDone(ctx context.Context, t *pendingTake, shard, k int) int
 }
 
 type batchCall struct {
@@ -131,7 +133,7 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 		cmds[i] = c.sc.EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	// After the completions: it may read the tokens they just queued.
-	var take *redis.Cmd
+	var take *pendingTake
 	if len(givers) > 0 {
 		take = b.pb.queueTake(ctx, pipe, givers[0].shard, len(givers))
 	}

@@ -135,7 +135,15 @@ func (j *job) ack() error { return j.w.st.rdb.XAck(j.ctx, j.strm, Group, j.msg.I
 
 // script runs a run script and logs non-ok replies.
 func (j *job) script(name string, args any) error {
-	res, err := j.w.st.call(j.ctx, name, j.ref, args)
+	// Through the batcher, which may hand the message's slot to a message
+	// it reads (the piggyback), as advance does.
+	res, err := j.w.st.callWith(j.ctx, name, j.ref, args, func(sc *redis.Script, keys []string, arg string) (any, error) {
+		res, gave, err := j.w.batch.run(j.ctx, sc, keys, j.give != nil && !*j.give, j.w.ks.shard(j.tok.Run), arg)
+		if gave {
+			*j.give = true
+		}
+		return res, err
+	})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", name, cmpOrStr(j.x, j.tok.Run), err)
 	}

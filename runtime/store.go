@@ -147,11 +147,18 @@ func unknownRun(run string) error {
 // "inactive", "stale", ...). Error replies of the scripts ("ERR wfc: ...")
 // become errors.
 func (s *store) call(ctx context.Context, name string, r runRef, args any) (string, error) {
+	return s.callWith(ctx, name, r, args, func(sc *redis.Script, keys []string, arg string) (any, error) {
+		return sc.Run(ctx, s.rdb, keys, arg).Result()
+	})
+}
+
+// callWith is call with the script run by run (a worker's batcher).
+func (s *store) callWith(ctx context.Context, name string, r runRef, args any, run func(sc *redis.Script, keys []string, arg string) (any, error)) (string, error) {
 	a, err := json.Marshal(args)
 	if err != nil {
 		return "", err
 	}
-	res, err := s.scripts[name].Run(ctx, s.rdb, s.keys(r), string(a)).Result()
+	res, err := run(s.scripts[name], s.keys(r), string(a))
 	if err != nil {
 		if msg, ok := strings.CutPrefix(err.Error(), "ERR wfc: "); ok {
 			if strings.HasPrefix(msg, "unknown run ") {

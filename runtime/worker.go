@@ -142,7 +142,8 @@ type Worker struct {
 	hctx     context.Context
 	stopping atomic.Bool
 	fresh    freshness
-	inflight sync.Map // "stream id" -> *flight
+	act      []activity // by shard
+	inflight sync.Map   // "stream id" -> *flight
 	handling sync.WaitGroup
 	dupSeen  sync.Map
 
@@ -189,6 +190,10 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		sem: make(chan struct{}, opts.Concurrency),
 	}
 	w.batch = newBatcher(e.st.rdb, opts.Concurrency, w)
+	w.act = make([]activity, max(e.st.ks.shards, 1))
+	for i := range w.act {
+		w.act[i].idle = make(chan struct{}, 1)
+	}
 	return w
 }
 
@@ -335,6 +340,9 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 	backoff := newBackoff()
 	cursors := map[string]string{}
 	lastClaim := time.Now()
+	deferTimer := time.NewTimer(time.Hour)
+	deferTimer.Stop()
+	defer deferTimer.Stop()
 	// waiting: the last read filled every slot it had, so more messages
 	// are probably waiting and the next read need not block: take reads
 	// them with what handling them reads first, in one round trip.
@@ -354,6 +362,25 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		var res []redis.XStream
 		var pre map[string]*prefetched
 		var err error
+		if !waiting {
+			// While a handler that started moments ago runs, its
+			// completion will read the next messages (the piggyback)
+			// with the free slots too: a blocking read now would take
+			// its tokens first and cost a round trip more per hop.
+			if d := w.act[shard].deferral(); d > 0 {
+				w.releaseSlots(n)
+				deferTimer.Reset(d)
+				select {
+				case <-ctx.Done():
+					deferTimer.Stop()
+					return
+				case <-w.act[shard].idle:
+					deferTimer.Stop()
+				case <-deferTimer.C:
+				}
+				continue
+			}
+		}
 		if waiting {
 			res, pre, err = w.take(ctx, shard, streams[:len(streams)/2], n)
 			if err == nil && len(res) == 0 {
@@ -419,14 +446,31 @@ func (w *Worker) take(ctx context.Context, shard int, streams []string, n int) (
 // queueTake and takeDone make the worker the batcher's piggyback: a
 // pipeline of completions also reads, with take.lua, as many messages as
 // it completes, and each goes to a completing handler's slot.
-func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, n int) *redis.Cmd {
+// A pendingTake is a take.lua call in a completion's pipeline, for the
+// completing handlers' slots and extra free slots it holds.
+type pendingTake struct {
+	cmd   *redis.Cmd
+	extra int
+}
+
+func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k int) *pendingTake {
 	if w.stopping.Load() || w.hctx == nil || w.opts.dup > 1 {
 		return nil
 	}
-	return w.st.scripts["take"].EvalSha(ctx, pipe, w.streams(shard), Group, w.opts.Consumer, n, w.ks.tag(shard))
+	// Free slots too: while handlers run, the read loop leaves the
+	// reading to their completions (readLoop) and holds none.
+	t := &pendingTake{extra: w.tryAcquire(max(0, w.opts.Batch-k))}
+	t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.streams(shard), Group, w.opts.Consumer, k+t.extra, w.ks.tag(shard))
+	return t
 }
 
-func (w *Worker) takeDone(ctx context.Context, cmd *redis.Cmd, shard, n int) int {
+func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
+	used := w.takeDispatch(ctx, t.cmd, shard, k+t.extra)
+	w.releaseSlots(t.extra - max(0, used-k))
+	return min(used, k)
+}
+
+func (w *Worker) takeDispatch(ctx context.Context, cmd *redis.Cmd, shard, n int) int {
 	reply, err := cmd.Slice()
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
@@ -730,6 +774,9 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 }
 
 func (w *Worker) handle(hctx context.Context, f *flight) {
+	a := &w.act[f.shard%len(w.act)]
+	a.start()
+	defer a.end()
 	defer w.handling.Done()
 	defer func() {
 		if !f.gave {
@@ -924,4 +971,40 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// deferWindow is how long after a handler started the read loop leaves the
+// reading to completions.
+const deferWindow = 2 * time.Millisecond
+
+// activity tracks a shard's handlers for the read loop: how many run and
+// when the last one started.
+type activity struct {
+	active    atomic.Int64
+	lastStart atomic.Int64  // unix ns
+	idle      chan struct{} // a value when the last running handler ended
+}
+
+func (a *activity) start() {
+	a.lastStart.Store(time.Now().UnixNano())
+	a.active.Add(1)
+}
+
+func (a *activity) end() {
+	if a.active.Add(-1) == 0 {
+		select {
+		case a.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// deferral returns how long the read loop should leave reading to
+// completions: while a handler that started less than deferWindow ago
+// runs; 0 when none does.
+func (a *activity) deferral() time.Duration {
+	if a.active.Load() == 0 {
+		return 0
+	}
+	return deferWindow - time.Duration(time.Now().UnixNano()-a.lastStart.Load())
 }

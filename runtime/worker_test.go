@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/runtime/handlers"
@@ -17,10 +20,17 @@ import (
 func TestHeartbeatKeepsLongHandlers(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
+		var deliveries int64
 		v.reg.RegisterFunc("long", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
 			v.note(req)
 			select {
 			case <-time.After(1500 * time.Millisecond):
+				// Heartbeats are not deliveries (the embedded server
+				// counted them as such): the count is still 1.
+				p, err := v.e.st.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: v.e.st.ks.stream(0, ControlQueue), Group: Group, Start: "-", End: "+", Count: 10}).Result()
+				if err == nil && len(p) == 1 {
+					atomic.StoreInt64(&deliveries, p[0].RetryCount)
+				}
 				return json.RawMessage(`{}`), nil
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -39,6 +49,9 @@ func TestHeartbeatKeepsLongHandlers(t *testing.T) {
 		}
 		if c := v.callCount(st.RunID + "/a"); c != 1 {
 			t.Errorf("long handler ran %d times", c)
+		}
+		if d := atomic.LoadInt64(&deliveries); d != 1 {
+			t.Errorf("the long handler's message has %d deliveries after its heartbeats, want 1", d)
 		}
 	})
 }

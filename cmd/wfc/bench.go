@@ -21,6 +21,11 @@ started, p50 and p99) of no-op workflows — a chain of ten, a diamond and a
 Redis and the Redis CPU per node execution, and Redis memory per in-flight
 and per completed run.
 
+Each scenario and its reference are measured --rounds times in turn, each
+round a share of --duration, and each figure and ratio printed is the
+median over the rounds: on a shared machine a neighbour's burst of load
+then skews one round, not the result.
+
 With --baseline it also measures, right after each scenario and on the same
 Redis, a raw go-redis reference under the same load: tokens passed along
 chains of ten streams with one batched read and one pipelined write per hop,
@@ -37,7 +42,8 @@ Without --redis it runs on the embedded server; its figures say little.`
 func runBench(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("bench", "wfc bench [--redis URL] [flags]", benchDoc)
 	redisURL := fs.String("redis", env.Getenv("WFC_REDIS"), "Redis `URL` to measure (default $WFC_REDIS; none: embedded)")
-	dur := fs.Duration("duration", 3*time.Second, "measured time of each scenario")
+	dur := fs.Duration("duration", 3*time.Second, "measured time of each scenario, over its rounds")
+	rounds := fs.Int("rounds", 3, "times each scenario and its reference are measured in turn (the report gives medians)")
 	workers := fs.String("workers", "1,4", "comma-separated worker `COUNTS` to measure with")
 	conc := fs.Int("concurrency", 8, "handlers each worker runs at once")
 	inflight := fs.Int("inflight", 32, "runs (and reference chains) kept in flight")
@@ -54,11 +60,14 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		return fs.usageError(env, "bench takes no arguments")
 	}
 	opts := bench.Options{
-		RedisURL: *redisURL, Duration: *dur, Concurrency: *conc, InFlight: *inflight,
+		RedisURL: *redisURL, Duration: *dur, Rounds: *rounds, Concurrency: *conc, InFlight: *inflight,
 		Baseline: *baseline, MemoryRuns: *memRuns,
 	}
 	if *memRuns <= 0 {
 		opts.MemoryRuns = -1
+	}
+	if *rounds < 1 {
+		return fs.usageError(env, "--rounds: %d is not a number of rounds", *rounds)
 	}
 	for _, s := range strings.Split(*workers, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -103,7 +112,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 }
 
 func writeBench(out io.Writer, rep *bench.Report) {
-	fmt.Fprintf(out, "Redis %s, GOMAXPROCS %d, %.1f s per scenario\n\n", rep.Redis, rep.GoMaxProc, rep.Duration)
+	fmt.Fprintf(out, "Redis %s, GOMAXPROCS %d, %.1f s per scenario in %d rounds (each figure a median)\n\n", rep.Redis, rep.GoMaxProc, rep.Duration, rep.Rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tin flight\ttokens\truns\texec/s\truns/s\thop p50 ms\thop p99 ms\ttrips/exec\tRedis µs/exec\t")
 	for _, s := range rep.Scenarios {

@@ -54,8 +54,14 @@ type Options struct {
 	// RedisURL is the Redis to measure; "" starts the embedded server
 	// (its figures say little about a deployment).
 	RedisURL string
-	// Duration of each measured scenario (default 3 s).
+	// Duration of each measured scenario (default 3 s), split over its
+	// rounds.
 	Duration time.Duration
+	// Rounds: Run measures each scenario and its reference this many times
+	// in turn, Duration/Rounds each, and reports the median of each figure
+	// and of each ratio (default 3). A neighbour's burst of load on a
+	// shared machine then skews one round, not the result.
+	Rounds int
 	// Workers lists the worker counts to measure each shape with
 	// (default 1 and 4).
 	Workers []int
@@ -81,6 +87,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Duration <= 0 {
 		o.Duration = 3 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
 	}
 	if len(o.Workers) == 0 {
 		o.Workers = []int{1, 4}
@@ -110,6 +119,7 @@ type Report struct {
 	Redis     string     `json:"redis"`          // server version, or "embedded"
 	GoMaxProc int        `json:"gomaxprocs"`     // CPUs the Go side could use
 	Duration  float64    `json:"duration_s"`     // per scenario
+	Rounds    int        `json:"rounds"`         // per scenario; each figure is their median
 	Scenarios []Scenario `json:"scenarios"`      // runtime measurements
 	Baselines []Baseline `json:"baselines"`      // raw go-redis reference
 	Ratios    []Ratio    `json:"ratios"`         // scenario vs reference, with targets
@@ -244,12 +254,14 @@ func (s *Session) Close() {
 // ratios.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	opts.defaults()
+	total := opts.Duration
+	opts.Duration = max(total/time.Duration(opts.Rounds), 50*time.Millisecond)
 	s, err := Open(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	rep := &Report{Redis: s.redis, GoMaxProc: runtime.GOMAXPROCS(0), Duration: opts.Duration.Seconds()}
+	rep := &Report{Redis: s.redis, GoMaxProc: runtime.GOMAXPROCS(0), Duration: total.Seconds(), Rounds: opts.Rounds}
 	if s.redis == "embedded" {
 		rep.Notes = append(rep.Notes, "embedded Redis (miniredis): Redis CPU and memory are not reported, and the figures say little about a real deployment")
 	}
@@ -257,30 +269,39 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	// load, so that a ratio divides figures taken moments apart: the
 	// machine's load changes over a whole benchmark.
 	measure := func(shape string, workers, inflight int, suffix string) error {
-		opts.Progress(fmt.Sprintf("%s, %d worker(s), %d run(s) in flight", shape, workers, inflight))
-		sc, err := s.Scenario(ctx, shape, workers, inflight, 0)
-		if err != nil {
-			return err
+		var scs []Scenario
+		var bls []Baseline
+		var rs []Ratio
+		for round := range opts.Rounds {
+			opts.Progress(fmt.Sprintf("%s, %d worker(s), %d run(s) in flight, round %d of %d", shape, workers, inflight, round+1, opts.Rounds))
+			sc, err := s.Scenario(ctx, shape, workers, inflight, 0)
+			if err != nil {
+				return err
+			}
+			sc.Name += suffix
+			scs = append(scs, *sc)
+			if !opts.Baseline {
+				continue
+			}
+			chains := max(1, int(math.Round(sc.Tokens)))
+			opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chain(s) in flight", workers, chains))
+			bl, err := s.Baseline(ctx, workers, chains, 0)
+			if err != nil {
+				return err
+			}
+			bl.For = sc.Name
+			bls = append(bls, *bl)
+			r := Ratio{Scenario: sc.Name, Baseline: bl.Name, Trips: sc.TripsPer}
+			r.Throughput = div(sc.ExecPerSec, bl.HopsPerSec)
+			r.P50 = div(sc.HopP50ms, bl.HopP50ms)
+			r.P99 = div(sc.HopP99ms, bl.HopP99ms)
+			rs = append(rs, r)
 		}
-		sc.Name += suffix
-		rep.Scenarios = append(rep.Scenarios, *sc)
-		if !opts.Baseline {
-			return nil
+		rep.Scenarios = append(rep.Scenarios, medianScenario(scs))
+		if opts.Baseline {
+			rep.Baselines = append(rep.Baselines, medianBaseline(bls))
+			rep.Ratios = append(rep.Ratios, medianRatio(rs))
 		}
-		chains := max(1, int(math.Round(sc.Tokens)))
-		opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chain(s) in flight", workers, chains))
-		bl, err := s.Baseline(ctx, workers, chains, 0)
-		if err != nil {
-			return err
-		}
-		bl.For = sc.Name
-		rep.Baselines = append(rep.Baselines, *bl)
-		r := Ratio{Scenario: sc.Name, Baseline: bl.Name, Trips: sc.TripsPer}
-		r.Throughput = div(sc.ExecPerSec, bl.HopsPerSec)
-		r.P50 = div(sc.HopP50ms, bl.HopP50ms)
-		r.P99 = div(sc.HopP99ms, bl.HopP99ms)
-		r.Met = r.Throughput >= 0.5 && r.P50 <= 3 && r.P99 <= 3 && r.Trips <= 2
-		rep.Ratios = append(rep.Ratios, r)
 		return nil
 	}
 	for _, shape := range opts.Shapes {
@@ -838,4 +859,72 @@ func cleanup(ctx context.Context, rdb *redis.Client, prefix string) {
 	if len(batch) > 0 {
 		rdb.Unlink(ctx, batch...)
 	}
+}
+
+// median returns the median of the values f picks from xs (for an even
+// count, the mean of the middle two).
+func median[T any](xs []T, f func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// medianScenario sums the counts of a scenario's rounds and takes the
+// median of its figures.
+func medianScenario(xs []Scenario) Scenario {
+	out := xs[0]
+	out.Runs, out.Executions, out.Seconds, out.Hops = 0, 0, 0, 0
+	for _, x := range xs {
+		out.Runs += x.Runs
+		out.Executions += x.Executions
+		out.Seconds += x.Seconds
+		out.Hops += x.Hops
+	}
+	out.ExecPerSec = median(xs, func(x Scenario) float64 { return x.ExecPerSec })
+	out.RunsPerSec = median(xs, func(x Scenario) float64 { return x.RunsPerSec })
+	out.HopP50ms = median(xs, func(x Scenario) float64 { return x.HopP50ms })
+	out.HopP99ms = median(xs, func(x Scenario) float64 { return x.HopP99ms })
+	out.TripsPer = median(xs, func(x Scenario) float64 { return x.TripsPer })
+	out.RedisCPUus = median(xs, func(x Scenario) float64 { return x.RedisCPUus })
+	out.Tokens = median(xs, func(x Scenario) float64 { return x.Tokens })
+	return out
+}
+
+// medianBaseline does the same for the references.
+func medianBaseline(xs []Baseline) Baseline {
+	out := xs[0]
+	out.Hops, out.Seconds = 0, 0
+	for _, x := range xs {
+		out.Hops += x.Hops
+		out.Seconds += x.Seconds
+	}
+	out.InFlight = int(math.Round(median(xs, func(x Baseline) float64 { return float64(x.InFlight) })))
+	out.HopsPerSec = median(xs, func(x Baseline) float64 { return x.HopsPerSec })
+	out.HopP50ms = median(xs, func(x Baseline) float64 { return x.HopP50ms })
+	out.HopP99ms = median(xs, func(x Baseline) float64 { return x.HopP99ms })
+	out.TripsPer = median(xs, func(x Baseline) float64 { return x.TripsPer })
+	out.RedisCPUus = median(xs, func(x Baseline) float64 { return x.RedisCPUus })
+	return out
+}
+
+// medianRatio takes the median of each ratio over the rounds, each round's
+// ratio dividing figures taken moments apart.
+func medianRatio(xs []Ratio) Ratio {
+	out := xs[0]
+	out.Throughput = median(xs, func(x Ratio) float64 { return x.Throughput })
+	out.P50 = median(xs, func(x Ratio) float64 { return x.P50 })
+	out.P99 = median(xs, func(x Ratio) float64 { return x.P99 })
+	out.Trips = median(xs, func(x Ratio) float64 { return x.Trips })
+	out.Met = out.Throughput >= 0.5 && out.P50 <= 3 && out.P99 <= 3 && out.Trips <= 2
+	return out
 }

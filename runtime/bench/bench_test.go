@@ -187,3 +187,17 @@ func TestBadLoads(t *testing.T) {
 		t.Error("memory of zero runs was measured")
 	}
 }
+
+func TestMedians(t *testing.T) {
+	rs := []Ratio{{Throughput: 0.4, P50: 2, P99: 9}, {Throughput: 0.6, P50: 4, P99: 1}, {Throughput: 0.5, P50: 3, P99: 2}}
+	if m := medianRatio(rs); m.Throughput != 0.5 || m.P50 != 3 || m.P99 != 2 || !m.Met {
+		t.Errorf("median of odd rounds: %+v", m)
+	}
+	if m := medianRatio(rs[:2]); m.Throughput != 0.5 || m.P50 != 3 || m.P99 != 5 || m.Met {
+		t.Errorf("median of even rounds: %+v", m)
+	}
+	sc := medianScenario([]Scenario{{Runs: 2, Executions: 20, ExecPerSec: 5}, {Runs: 3, Executions: 30, ExecPerSec: 1}, {Runs: 1, Executions: 10, ExecPerSec: 9}})
+	if sc.Runs != 6 || sc.Executions != 60 || sc.ExecPerSec != 5 {
+		t.Errorf("scenario over rounds: %+v", sc)
+	}
+}

@@ -423,15 +423,7 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, now string, inp
 	if e.opts.generalOnly {
 		return "", nil
 	}
-	idx := func(q string) int {
-		for i, x := range ref.queues {
-			if x == q {
-				return i + 1
-			}
-		}
-		return 0
-	}
-	ctl := idx(ControlQueue)
+	ctl := ref.queueIndex(ControlQueue)
 	if ctl == 0 {
 		return "", nil
 	}
@@ -442,7 +434,7 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, now string, inp
 		g := p.graph[en[0]]
 		q := 0
 		if g != nil {
-			q = idx(g.Q)
+			q = ref.queueIndex(g.Q)
 		}
 		if en[1] != "" || q == 0 {
 			return "", nil

@@ -28,6 +28,8 @@ type keyspace struct {
 	tags   []string // "prefix:{shard}" by shard, computed once: every key starts with one
 }
 
+// newKeyspace is the only way to make a keyspace: it computes the tags.
+
 func newKeyspace(prefix string, shards int) keyspace {
 	k := keyspace{prefix: prefix, shards: shards}
 	for s := range max(shards, 1) {
@@ -47,16 +49,11 @@ func (k keyspace) shard(run string) int {
 	return int(h.Sum32() % uint32(k.shards))
 }
 
-func (k keyspace) tag(shard int) string {
-	if shard >= 0 && shard < len(k.tags) {
-		return k.tags[shard]
-	}
-	return fmt.Sprintf("%s:{%d}", k.prefix, shard)
-}
+func (k keyspace) tag(shard int) string { return k.tags[shard] }
 
 // runKeys returns the fixed keys of a run in script order (KEYS[1..9]).
 func (k keyspace) runKeys(run string) []string {
-	base := k.tag(k.shard(run)) + ":run:" + run + ":"
+	base := k.runBase(run)
 	return []string{
 		base + "meta",    // hash: status, counter, gen, ir, graph, inputs, result, error, ...
 		base + "applied", // set: operation keys already applied
@@ -70,10 +67,10 @@ func (k keyspace) runKeys(run string) []string {
 	}
 }
 
-// runKey returns one key of runKeys.
-func (k keyspace) runKey(run, name string) string {
-	return k.tag(k.shard(run)) + ":run:" + run + ":" + name
-}
+// runBase is the start of every key of runKeys; runKey returns one of them.
+func (k keyspace) runBase(run string) string { return k.tag(k.shard(run)) + ":run:" + run + ":" }
+
+func (k keyspace) runKey(run, name string) string { return k.runBase(run) + name }
 
 func (k keyspace) meta(run string) string   { return k.runKey(run, "meta") }
 func (k keyspace) state(run string) string  { return k.runKey(run, "state") }

@@ -135,20 +135,25 @@ func (j *job) ack() error { return j.w.st.rdb.XAck(j.ctx, j.strm, Group, j.msg.I
 
 // script runs a run script and logs non-ok replies.
 func (j *job) script(name string, args any) error {
-	// Through the batcher, which may hand the message's slot to a message
-	// it reads (the piggyback), as advance does.
 	res, err := j.w.st.callWith(j.ctx, name, j.ref, args, func(sc *redis.Script, keys []string, arg string) (any, error) {
-		res, gave, err := j.w.batch.run(j.ctx, sc, keys, j.give != nil && !*j.give, j.w.ks.shard(j.tok.Run), arg)
-		if gave {
-			*j.give = true
-		}
-		return res, err
+		return j.batched(sc, keys, arg)
 	})
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", name, cmpOrStr(j.x, j.tok.Run), err)
 	}
 	j.counted(name, res)
 	return nil
+}
+
+// batched runs a transition script of the message through the worker's
+// batcher, offering the message's slot to a message the batch reads (the
+// piggyback) once.
+func (j *job) batched(sc *redis.Script, keys []string, args ...any) (any, error) {
+	res, gave, err := j.w.batch.run(j.ctx, sc, keys, j.give != nil && !*j.give, j.w.ks.shard(j.tok.Run), args...)
+	if gave {
+		*j.give = true
+	}
+	return res, err
 }
 
 // counted counts a script's status reply in the worker's stats.
@@ -211,15 +216,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if !ok || len(a.Real) != len(succ) {
 		return false, nil
 	}
-	idx := func(q string) int {
-		for i, x := range j.ref.queues {
-			if x == q {
-				return i + 1
-			}
-		}
-		return 0
-	}
-	mq, ctl := idx(j.msg.Q), idx(ControlQueue)
+	mq, ctl := j.ref.queueIndex(j.msg.Q), j.ref.queueIndex(ControlQueue)
 	if mq == 0 || ctl == 0 {
 		return false, nil
 	}
@@ -234,16 +231,13 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	}
 	args = append(args, j.tok.Node, a.Output, j.tok.Hop, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run, ctl, outputs)
 	for _, s := range succ {
-		q := idx(queues[s.id])
+		q := j.ref.queueIndex(queues[s.id])
 		if q == 0 {
 			return false, nil
 		}
 		args = append(args, s.id, q, s.nin, cmp.Or(s.mode, ir.JoinAll))
 	}
-	reply, gave, err := j.w.batch.run(j.ctx, j.w.st.scripts["advance"], j.w.st.keys(j.ref), j.give != nil && !*j.give, j.w.ks.shard(j.tok.Run), args...)
-	if gave {
-		*j.give = true
-	}
+	reply, err := j.batched(j.w.st.scripts["advance"], j.w.st.keys(j.ref), args...)
 	res, _ := reply.(string)
 	if err != nil {
 		return false, fmt.Errorf("advance %s: %w", j.x, err)

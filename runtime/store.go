@@ -22,9 +22,10 @@ var scriptFS embed.FS
 // runScripts are the scripts that share lib.lua and the run KEYS layout.
 var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "rerun"}
 
-// streamScripts stand alone: they work on one stream or timers key, or
-// (advance, the fast path of complete) on the run KEYS with positional
-// arguments.
+// streamScripts stand alone: they work on one stream or timers key (promote,
+// heartbeat, release), on a shard's queue streams (take), or, as the fast
+// paths of complete and start (advance, begin), on the run KEYS with
+// positional arguments.
 var streamScripts = []string{"promote", "heartbeat", "release", "advance", "take", "begin"}
 
 func loadScripts() (map[string]*redis.Script, error) {
@@ -109,6 +110,17 @@ type runRef struct {
 	id     string
 	graph  string // graph key suffix
 	queues []string
+}
+
+// queueIndex returns the 1-based index of a queue among the run's queues
+// (its stream is KEYS[8+2i], its timers KEYS[9+2i]), or 0 if it is not one.
+func (r runRef) queueIndex(q string) int {
+	for i, x := range r.queues {
+		if x == q {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 func (s *store) keys(r runRef) []string { return s.ks.scriptKeys(r.id, r.graph, r.queues) }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,7 +209,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	hctx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelHandlers()
 	w.hctx = hctx
-	w.fresh.measure(ctx, w.st.rdb)
 	for {
 		err := w.ensureGroups(ctx)
 		if err == nil {
@@ -219,6 +219,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+	w.fresh.measure(ctx, w.st.rdb)
 	// Handler goroutines live as long as the worker: one per slot, so a
 	// dispatch never waits, and no message pays for a new goroutine and
 	// the growth of its stack.
@@ -330,13 +331,8 @@ func (w *Worker) releaseSlots(n int) {
 // messages as it has free slots, and claims stale messages every
 // ClaimInterval.
 func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
-	streams := make([]string, 0, 2*len(w.opts.Queues))
-	for _, q := range w.opts.Queues {
-		streams = append(streams, w.ks.stream(shard, q))
-	}
-	for range w.opts.Queues {
-		streams = append(streams, ">")
-	}
+	streams := w.streams(shard)
+	args := append(slices.Clone(streams), slices.Repeat([]string{">"}, len(streams))...)
 	backoff := newBackoff()
 	cursors := map[string]string{}
 	lastClaim := time.Now()
@@ -359,9 +355,6 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 				continue
 			}
 		}
-		var res []redis.XStream
-		var pre map[string]*prefetched
-		var err error
 		if !waiting {
 			// While a lone handler that started moments ago runs, its
 			// completion will read the next messages (the piggyback)
@@ -381,14 +374,17 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 				continue
 			}
 		}
+		var res []redis.XStream
+		var pre map[string]*prefetched
+		var err error
 		if waiting {
-			res, pre, err = w.take(ctx, shard, streams[:len(streams)/2], n)
+			res, pre, err = w.take(ctx, shard, streams, n)
 			if err == nil && len(res) == 0 {
 				err = redis.Nil
 			}
 		} else {
 			res, err = w.st.blk.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group: Group, Consumer: w.opts.Consumer, Streams: streams, Count: int64(n), Block: w.opts.Block,
+				Group: Group, Consumer: w.opts.Consumer, Streams: args, Count: int64(n), Block: w.opts.Block,
 			}).Result()
 		}
 		waiting = false
@@ -443,9 +439,6 @@ func (w *Worker) take(ctx context.Context, shard int, streams []string, n int) (
 	return parseTake(reply, streams)
 }
 
-// queueTake and takeDone make the worker the batcher's piggyback: a
-// pipeline of completions also reads, with take.lua, as many messages as
-// it completes, and each goes to a completing handler's slot.
 // A pendingTake is a take.lua call in a completion's pipeline, for the
 // completing handlers' slots and extra free slots it holds.
 type pendingTake struct {
@@ -453,6 +446,10 @@ type pendingTake struct {
 	extra int
 }
 
+// queueTake and takeDone make the worker the batcher's piggyback: a
+// pipeline of completions also reads, with take.lua, as many messages as
+// it completes (and the worker has free slots), and each goes to a
+// completing handler's slot (or a free one).
 func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k int) *pendingTake {
 	if w.stopping.Load() || w.hctx == nil || w.opts.dup > 1 {
 		return nil

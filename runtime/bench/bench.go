@@ -54,8 +54,8 @@ type Options struct {
 	// RedisURL is the Redis to measure; "" starts the embedded server
 	// (its figures say little about a deployment).
 	RedisURL string
-	// Duration of each measured scenario (default 3 s), split over its
-	// rounds.
+	// Duration of each measured scenario (default 3 s): Run splits it over
+	// the rounds; Scenario and Baseline measure for all of it.
 	Duration time.Duration
 	// Rounds: Run measures each scenario and its reference this many times
 	// in turn, Duration/Rounds each, and reports the median of each figure

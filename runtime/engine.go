@@ -377,19 +377,7 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		maxFan = e.opts.MaxFanout
 	}
 	ref := runRef{id: run, graph: p.suffix, queues: p.queues}
-	args := struct {
-		base
-		IR         string      `json:"ir"`
-		Graph      string      `json:"graph"`
-		Workflow   string      `json:"workflow"`
-		Inputs     string      `json:"inputs"`
-		Entries    [][2]string `json:"entries"`
-		DeadlineMS int64       `json:"deadline_ms"`
-		DeadlineAt int64       `json:"deadline_at"`
-		MaxHops    int         `json:"max_hops"`
-		MaxFanout  int         `json:"max_fanout"`
-		Retention  int64       `json:"retention"`
-	}{
+	args := startArgs{
 		base: e.st.base(ref, nil), IR: p.hash, Graph: p.suffix, Workflow: p.w.Name, Inputs: string(in),
 		Entries: p.entries, DeadlineMS: p.w.Settings.DeadlineMS, MaxHops: maxHops, MaxFanout: maxFan,
 		Retention: retMS,
@@ -397,7 +385,7 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
 	}
-	res, err := e.begin(ctx, p, ref, args.base.Now, in, retMS, maxHops, maxFan, args.DeadlineAt)
+	res, err := e.begin(ctx, p, ref, args)
 	if err == nil && res == "" {
 		res, err = e.st.call(ctx, "start", ref, args)
 	}
@@ -416,10 +404,26 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	return run, nil
 }
 
+// startArgs are start.lua's arguments (begin.lua takes the same ones, in
+// positions).
+type startArgs struct {
+	base
+	IR         string      `json:"ir"`
+	Graph      string      `json:"graph"`
+	Workflow   string      `json:"workflow"`
+	Inputs     string      `json:"inputs"`
+	Entries    [][2]string `json:"entries"`
+	DeadlineMS int64       `json:"deadline_ms"`
+	DeadlineAt int64       `json:"deadline_at"`
+	MaxHops    int         `json:"max_hops"`
+	MaxFanout  int         `json:"max_fanout"`
+	Retention  int64       `json:"retention"`
+}
+
 // begin is start's fast path (scripts/begin.lua) for a workflow whose
 // entry nodes are outside loops. It returns "" when the case does not
 // apply or the script declined, and start runs.
-func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, now string, inputs []byte, retMS int64, maxHops, maxFan int, deadlineAt int64) (string, error) {
+func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (string, error) {
 	if e.opts.generalOnly {
 		return "", nil
 	}
@@ -428,9 +432,9 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, now string, inp
 		return "", nil
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	args := []any{ref.id, now, p.hash, p.suffix, strings.Join(ref.queues, ","), p.w.Name, string(inputs),
-		i64(p.w.Settings.DeadlineMS), i64(deadlineAt), strconv.Itoa(maxHops), strconv.Itoa(maxFan), i64(retMS), ctl}
-	for _, en := range p.entries {
+	args := []any{a.Run, a.Now, a.IR, a.Graph, strings.Join(a.Queues, ","), a.Workflow, a.Inputs,
+		i64(a.DeadlineMS), i64(a.DeadlineAt), strconv.Itoa(a.MaxHops), strconv.Itoa(a.MaxFanout), i64(a.Retention), ctl}
+	for _, en := range a.Entries {
 		g := p.graph[en[0]]
 		q := 0
 		if g != nil {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -50,5 +51,49 @@ func TestFreshness(t *testing.T) {
 	f.known.Store(false)
 	if f.prefetched([]redis.XStream{{Stream: "s", Messages: []redis.XMessage{msg(1, exec("r1", 0))}}}) != nil {
 		t.Error("skipped without a known clock offset")
+	}
+}
+
+// The clock offset comes from TIME: on the same machine it is small.
+func TestFreshnessMeasure(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		e := openEngine(t, b, Options{})
+		var f freshness
+		f.measure(context.Background(), e.st.rdb)
+		if !f.known.Load() {
+			t.Fatal("offset not measured")
+		}
+		if off := f.offset.Load(); off < -1000 || off > 1000 {
+			t.Errorf("offset %d ms to a server on this machine", off)
+		}
+	})
+}
+
+// The read loop leaves reading to completions only while one handler,
+// started less than deferWindow ago, runs.
+func TestDeferral(t *testing.T) {
+	var a activity
+	a.idle = make(chan struct{}, 1)
+	if d := a.deferral(); d != 0 {
+		t.Errorf("no handler: %v", d)
+	}
+	a.start()
+	if d := a.deferral(); d <= 0 || d > deferWindow {
+		t.Errorf("a lone handler just started: %v", d)
+	}
+	a.start()
+	if d := a.deferral(); d != 0 {
+		t.Errorf("two handlers: %v", d)
+	}
+	a.end()
+	a.lastStart.Store(time.Now().Add(-time.Second).UnixNano())
+	if d := a.deferral(); d > 0 {
+		t.Errorf("a lone handler started a second ago: %v", d)
+	}
+	a.end()
+	select {
+	case <-a.idle:
+	default:
+		t.Error("the last handler's end did not signal idle")
 	}
 }

@@ -63,15 +63,14 @@ func (j *job) poisonErr() error {
 	return handlers.Permanentf("gave up after %d deliveries: the workers handling it died or lost it every time", j.poison)
 }
 
-func (w *Worker) process(ctx context.Context, stream, q, id, raw string, poison int, pre *prefetched, give *bool) error {
-	tok := Token{Item: -1}
-	if pre != nil {
-		tok = pre.tok
-	} else if err := json.Unmarshal([]byte(raw), &tok); err != nil || tok.Run == "" {
-		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", raw)
+// process handles a message in flight; give is as for job.give.
+func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
+	stream, id, tok, pre := f.stream, f.m.ID, f.tok, f.pre
+	if f.notToken {
+		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", f.raw)
 		return w.st.rdb.XAck(ctx, stream, Group, id).Err()
 	}
-	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: q, ID: id}, strm: stream, poison: poison, pre: pre, give: give}
+	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: f.q, ID: id}, strm: stream, poison: f.poison, pre: pre, give: give}
 	var m *runMeta
 	var err error
 	if pre != nil {

@@ -734,9 +734,12 @@ type flight struct {
 	key    string // msgKey
 	m      redis.XMessage
 	raw    string
-	tok    Token
-	poison int
-	pre    *prefetched
+	tok    Token // decoded once, here or by the read's pre-read
+	// notToken: the message's t is not a token (it is acknowledged and
+	// dropped).
+	notToken bool
+	poison   int
+	pre      *prefetched
 	// ctx ends early when the run ends under the handler (cancelled,
 	// failed elsewhere, deadline): nothing it does could be applied.
 	ctx    context.Context
@@ -762,7 +765,7 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 		f.tok = pre.tok
 	} else {
 		f.tok = Token{Item: -1}
-		json.Unmarshal([]byte(f.raw), &f.tok)
+		f.notToken = json.Unmarshal([]byte(f.raw), &f.tok) != nil || f.tok.Run == ""
 	}
 	f.ctx, f.cancel = context.WithCancelCause(hctx)
 	w.handling.Add(1)
@@ -799,7 +802,7 @@ func (w *Worker) handle(hctx context.Context, f *flight) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if e := w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre, nil); e != nil {
+				if e := w.process(mctx, f, nil); e != nil {
 					mu.Lock()
 					err = e
 					mu.Unlock()
@@ -808,7 +811,7 @@ func (w *Worker) handle(hctx context.Context, f *flight) {
 		}
 		wg.Wait()
 	} else {
-		err = w.process(mctx, stream, f.q, m.ID, raw, f.poison, f.pre, &f.gave)
+		err = w.process(mctx, f, &f.gave)
 	}
 	w.handled.Add(1)
 	switch {

@@ -300,3 +300,29 @@ func TestPiggybackKeepsConcurrency(t *testing.T) {
 		}
 	})
 }
+
+// Messages that are not tokens, or tokens of unknown runs, are
+// acknowledged and dropped; the worker lives on and runs the rest.
+func TestBadMessagesAreDropped(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		flow := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "noop", after("a"))}})
+		run := v.submit(flow, nil)
+		stream := v.e.st.ks.stream(0, ControlQueue)
+		for _, vals := range [][]any{
+			{"other", "x"},
+			{"t", "{not json"},
+			{"t", `{"kind":"exec","node":"a"}`},
+			{"t", `{"kind":"exec","run":"01nosuchrun","node":"a","item":-1}`},
+		} {
+			if err := v.e.st.rdb.XAdd(v.ctx, &redis.XAddArgs{Stream: stream, Values: vals}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v.worker()
+		if st := v.wait(run); st.State != RunCompleted {
+			t.Fatalf("%s %s", st.State, st.Error)
+		}
+		waitNoPending(t, v.e)
+	})
+}

@@ -2,13 +2,12 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +21,7 @@ func TestBatcher(t *testing.T) {
 		rdb := e.st.rdb
 		echo := redis.NewScript(`if ARGV[1] == 'bad' then return redis.error_reply('ERR bad call') end
 return redis.call('INCR', KEYS[1]) .. ':' .. ARGV[1]`)
-		bt := newBatcher(rdb, 4, nil)
+		bt := newBatcher(rdb, 4, 1, nil)
 		key := e.st.ks.tag(0) + ":batchtest"
 		for round := range 3 {
 			if round == 1 {
@@ -35,7 +34,7 @@ return redis.call('INCR', KEYS[1]) .. ':' .. ARGV[1]`)
 			// every call queues; then hand the lead on as a leader does:
 			// the calls go in pipelines of 4.
 			bt.mu.Lock()
-			bt.busy = true
+			bt.sending = 1
 			bt.mu.Unlock()
 			var wg sync.WaitGroup
 			const n = 40
@@ -91,8 +90,8 @@ return redis.call('INCR', KEYS[1]) .. ':' .. ARGV[1]`)
 				}
 				seen[fmt.Sprint(count)] = true
 			}
-			if bt.busy || len(bt.pending) != 0 {
-				t.Errorf("round %d: batcher left busy=%v with %d pending", round, bt.busy, len(bt.pending))
+			if bt.sending != 0 || len(bt.pending) != 0 {
+				t.Errorf("round %d: batcher left %d sending with %d pending", round, bt.sending, len(bt.pending))
 			}
 		}
 		// Every successful call ran exactly once.
@@ -102,64 +101,72 @@ return redis.call('INCR', KEYS[1]) .. ':' .. ARGV[1]`)
 	})
 }
 
-// take.lua reads, with its batch, what prefetch reads for each message
-// (run meta, execution state), and for a message it cannot read for
-// (no token, not JSON, a bad run id) nothing, as prefetch does.
-func TestTakeReadsWhatPrefetchReads(t *testing.T) {
+// A batcher with two lanes sends a call at once while one pipeline is in
+// flight; with one lane the call waits for it.
+func TestBatcherLanes(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		v := newEnv(t, b)
-		flow := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "noop", after("a"))}})
-		var runs []string
-		for range 3 {
-			runs = append(runs, v.submit(flow, nil))
-		}
-		stream := v.e.st.ks.stream(0, ControlQueue)
-		tok := func(kind, run, node, iter string) string {
-			b, _ := json.Marshal(Token{Kind: kind, Run: run, Node: node, Iter: iter, Hop: 1, Attempt: 1, Item: -1})
-			return string(b)
-		}
-		for _, vals := range [][]any{
-			{"other", "x"},     // no token
-			{"t", "{not json"}, // not JSON
-			{"t", tok("exec", "no such run", "a", "")},                                    // a bad run id
-			{"t", tok("exec", "01unknownrun", "a", "")},                                   // an unknown run
-			{"t", tok("finish", runs[0], "", "")},                                         // not an exec token
-			{"t", tok("exec", runs[1], "b", "")},                                          // an execution without state
-			{"t", tok("exec", runs[2], "a", "2")},                                         // an iteration
-			{"t", `{"gen":0,"run":"` + runs[2] + `","kind":"exec","node":"a","item":-1}`}, // fields in another order
-		} {
-			if err := v.e.st.rdb.XAdd(v.ctx, &redis.XAddArgs{Stream: stream, Values: vals}).Err(); err != nil {
+		e := openEngine(t, b, Options{})
+		ctx := context.Background()
+		for _, lanes := range []int{1, 2} {
+			// The hook holds the first call in flight until a second one
+			// is sent too, or 300 ms passed, and records how many were
+			// in flight at once.
+			rdb := redis.NewClient(&redis.Options{Addr: e.RedisAddr()})
+			sc := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
+			if err := sc.Load(ctx, rdb).Err(); err != nil {
 				t.Fatal(err)
 			}
-		}
-		msgs, err := v.e.st.rdb.XRange(v.ctx, stream, "-", "+").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := v.e.NewWorker(WorkerOptions{Handlers: v.reg}).prefetch(v.ctx, []redis.XStream{{Stream: stream, Messages: msgs}})
-		w := v.e.NewWorker(WorkerOptions{Handlers: v.reg})
-		res, got, err := w.take(v.ctx, 0, []string{stream}, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res) != 1 || len(res[0].Messages) != len(msgs) {
-			t.Fatalf("take read %+v, want the %d messages of %s", res, len(msgs), stream)
-		}
-		for i, m := range res[0].Messages {
-			if m.ID != msgs[i].ID || m.Values["t"] != msgs[i].Values["t"] {
-				t.Errorf("message %d: %+v, want %+v", i, m, msgs[i])
+			h := &inflightHook{second: make(chan struct{})}
+			rdb.AddHook(h)
+			bt := newBatcher(rdb, 4, lanes, nil)
+			key := e.st.ks.tag(0) + ":lanetest"
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, _, err := bt.run(ctx, sc, []string{key}, false, 0); err != nil {
+						t.Error(err)
+					}
+				}()
+				time.Sleep(20 * time.Millisecond)
 			}
-			k := msgKey(stream, m.ID)
-			if diff := cmp.Diff(want[k], got[k], cmp.AllowUnexported(prefetched{})); diff != "" {
-				t.Errorf("message %d (%v): prefetch and take differ (-prefetch +take):\n%s", i, m.Values, diff)
+			wg.Wait()
+			rdb.Close()
+			if got := int(h.max.Load()); got != lanes {
+				t.Errorf("%d lanes: %d calls in flight at once, want %d", lanes, got, lanes)
 			}
-		}
-		if len(got) != 8 { // the 3 entry tokens, and the 5 added tokens with a good run id
-			t.Errorf("take read for %d messages, want 8", len(got))
-		}
-		// Nothing is waiting now: an empty reply, not an error.
-		if res, _, err := w.take(v.ctx, 0, []string{stream}, 100); err != nil || len(res) != 0 {
-			t.Errorf("take on an empty queue: %v, %v", res, err)
 		}
 	})
+}
+
+type inflightHook struct {
+	now, max atomic.Int64
+	second   chan struct{}
+	once     sync.Once
+}
+
+func (h *inflightHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *inflightHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "evalsha" {
+			return next(ctx, cmd)
+		}
+		n := h.now.Add(1)
+		defer h.now.Add(-1)
+		for m := h.max.Load(); n > m && !h.max.CompareAndSwap(m, n); m = h.max.Load() {
+		}
+		if n == 1 {
+			select {
+			case <-h.second:
+			case <-time.After(300 * time.Millisecond):
+			}
+		} else {
+			h.once.Do(func() { close(h.second) })
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *inflightHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -15,14 +15,16 @@ import (
 // freshWindow is how young a token must be for its pre-read to be skipped.
 const freshWindow = 10 * time.Millisecond
 
-// freshness lets a worker skip the pre-read of a batch (a round trip)
-// when every message in it is an exec token that was written moments ago
+// freshness lets a worker skip the pre-read of a message (a round trip
+// before its handler starts) when it is an exec token that was written
+// moments ago
 // — the script that wrote it had just checked that the run was running and
 // queued the execution, which is what the pre-read checks — for a run
 // whose meta the worker keeps from an earlier token (the meta that matters
 // to a worker does not change while a run runs, but for its status and
-// generation). This is what a blocking read delivers while a run moves
-// along its nodes, and it removes a round trip from every such hop.
+// generation). This is what a read delivers while runs move along their
+// nodes, and it removes a round trip from every such hop; only the other
+// messages of a batch are pre-read.
 //
 // How old a token is, is told by its message id (the Redis server's clock,
 // in ms) against the worker's clock corrected by the offset to the
@@ -63,15 +65,15 @@ func (f *freshness) remember(run string, meta map[string]string) {
 	f.runs[run] = meta
 }
 
-// prefetched returns, when every message of a batch is a fresh exec token
-// of a run whose meta is kept (with the token's generation), what prefetch
-// would have read for them; else nil.
+// prefetched returns, for each message of a batch that is a fresh exec
+// token of a run whose meta is kept (with the token's generation), what
+// prefetch would have read for it; the other messages need their pre-read.
 func (f *freshness) prefetched(res []redis.XStream) map[string]*prefetched {
+	out := map[string]*prefetched{}
 	if !f.known.Load() {
-		return nil
+		return out
 	}
 	now := time.Now().UnixMilli() + f.offset.Load()
-	out := map[string]*prefetched{}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	queued := NodeQueued
@@ -80,16 +82,16 @@ func (f *freshness) prefetched(res []redis.XStream) map[string]*prefetched {
 			ms, _, _ := strings.Cut(m.ID, "-")
 			at, err := strconv.ParseInt(ms, 10, 64)
 			if err != nil || now-at > freshWindow.Milliseconds() || now-at < -freshWindow.Milliseconds() {
-				return nil
+				continue
 			}
 			raw, _ := m.Values["t"].(string)
 			p := &prefetched{tok: Token{Item: -1}, state: &queued}
 			if json.Unmarshal([]byte(raw), &p.tok) != nil || p.tok.Kind != "exec" || p.tok.Node == "" {
-				return nil
+				continue
 			}
 			meta := f.runs[p.tok.Run]
 			if meta == nil || meta["gen"] != strconv.Itoa(p.tok.Gen) {
-				return nil
+				continue
 			}
 			p.meta = meta
 			out[msgKey(s.Stream, m.ID)] = p

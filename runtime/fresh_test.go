@@ -3,14 +3,16 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// A batch skips its pre-read only when every message is a fresh exec token
-// of a run whose meta the worker keeps, with the token's generation.
+// A message skips its pre-read only when it is a fresh exec token of a run
+// whose meta the worker keeps, with the token's generation; the others of
+// its batch are pre-read.
 func TestFreshness(t *testing.T) {
 	var f freshness
 	f.known.Store(true)
@@ -27,29 +29,35 @@ func TestFreshness(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		msgs []redis.XMessage
-		skip bool
+		skip []bool
 	}{
-		{"fresh", []redis.XMessage{msg(1, exec("r1", 0)), msg(0, exec("r2", 1))}, true},
-		{"one too old", []redis.XMessage{msg(1, exec("r1", 0)), msg(50, exec("r2", 1))}, false},
-		{"a run not kept", []redis.XMessage{msg(1, exec("r3", 0))}, false},
-		{"another generation", []redis.XMessage{msg(1, exec("r2", 0))}, false},
-		{"not an exec token", []redis.XMessage{msg(1, `{"kind":"finish","run":"r1","item":-1,"gen":0}`)}, false},
-		{"not a token", []redis.XMessage{msg(1, `{`)}, false},
+		{"fresh", []redis.XMessage{msg(1, exec("r1", 0)), msg(0, exec("r2", 1))}, []bool{true, true}},
+		{"one too old", []redis.XMessage{msg(1, exec("r1", 0)), msg(50, exec("r2", 1))}, []bool{true, false}},
+		{"from the future", []redis.XMessage{msg(-50, exec("r1", 0))}, []bool{false}},
+		{"a run not kept", []redis.XMessage{msg(1, exec("r3", 0)), msg(1, exec("r1", 0))}, []bool{false, true}},
+		{"another generation", []redis.XMessage{msg(1, exec("r2", 0))}, []bool{false}},
+		{"not an exec token", []redis.XMessage{msg(1, `{"kind":"finish","run":"r1","item":-1,"gen":0}`)}, []bool{false}},
+		{"not a token", []redis.XMessage{msg(1, `{`)}, []bool{false}},
 	} {
-		got := f.prefetched([]redis.XStream{{Stream: "s", Messages: c.msgs}})
-		if (got != nil) != c.skip {
-			t.Errorf("%s: skipped %v, want %v", c.name, got != nil, c.skip)
-			continue
+		// Distinct ids within a batch, as a stream has.
+		for i := range c.msgs {
+			c.msgs[i].ID = strings.Replace(c.msgs[i].ID, "-0", fmt.Sprintf("-%d", i), 1)
 		}
-		for _, m := range c.msgs {
-			if p := got[msgKey("s", m.ID)]; c.skip && (p == nil || *p.state != NodeQueued || p.meta["status"] != "running") {
+		got := f.prefetched([]redis.XStream{{Stream: "s", Messages: c.msgs}})
+		for i, m := range c.msgs {
+			p := got[msgKey("s", m.ID)]
+			if (p != nil) != c.skip[i] {
+				t.Errorf("%s, message %d: skipped %v, want %v", c.name, i, p != nil, c.skip[i])
+				continue
+			}
+			if p != nil && (*p.state != NodeQueued || p.meta["status"] != "running" || p.tok.Run == "") {
 				t.Errorf("%s: %+v", c.name, p)
 			}
 		}
 	}
 	// Without a measured offset nothing is skipped.
 	f.known.Store(false)
-	if f.prefetched([]redis.XStream{{Stream: "s", Messages: []redis.XMessage{msg(1, exec("r1", 0))}}}) != nil {
+	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: []redis.XMessage{msg(1, exec("r1", 0))}}}); len(got) != 0 {
 		t.Error("skipped without a known clock offset")
 	}
 }

@@ -23,10 +23,9 @@ var scriptFS embed.FS
 var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "rerun"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
-// heartbeat, release), on a shard's queue streams (take), or, as the fast
-// paths of complete and start (advance, begin), on the run KEYS with
-// positional arguments.
-var streamScripts = []string{"promote", "heartbeat", "release", "advance", "take", "begin"}
+// heartbeat, release), or, as the fast paths of complete and start
+// (advance, begin), on the run KEYS with positional arguments.
+var streamScripts = []string{"promote", "heartbeat", "release", "advance", "begin"}
 
 func loadScripts() (map[string]*redis.Script, error) {
 	lib, err := scriptFS.ReadFile("scripts/lib.lua")

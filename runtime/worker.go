@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -34,6 +35,9 @@ type WorkerOptions struct {
 	Concurrency int
 	// Batch is the largest COUNT of one XREADGROUP (default Concurrency).
 	Batch int
+	// Pipelines is how many pipelines of completions the worker keeps in
+	// flight at once (default 2; see the batcher).
+	Pipelines int
 	// Block bounds each blocking read (default 1 s, at most 2 s).
 	Block time.Duration
 	// VisibilityTimeout is how long a message may stay unacknowledged and
@@ -87,6 +91,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.Batch <= 0 || o.Batch > o.Concurrency {
 		o.Batch = o.Concurrency
+	}
+	if o.Pipelines <= 0 {
+		o.Pipelines = 2
 	}
 	if o.Block <= 0 {
 		o.Block = time.Second
@@ -144,9 +151,12 @@ type Worker struct {
 	stopping atomic.Bool
 	fresh    freshness
 	act      []activity // by shard
-	inflight sync.Map   // "stream id" -> *flight
-	handling sync.WaitGroup
-	dupSeen  sync.Map
+	// readStreams, by shard: XREADGROUP's STREAMS arguments (the worker's
+	// queue streams, then as many ">").
+	readStreams [][]string
+	inflight    sync.Map // "stream id" -> *flight
+	handling    sync.WaitGroup
+	dupSeen     sync.Map
 
 	// Stats, for tests and logs.
 	handled, applied, dups, stale, inactive, claimed, released atomic.Int64
@@ -190,10 +200,15 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		log: opts.Logger.With("consumer", opts.Consumer),
 		sem: make(chan struct{}, opts.Concurrency),
 	}
-	w.batch = newBatcher(e.st.rdb, opts.Concurrency, w)
+	w.batch = newBatcher(e.st.rdb, opts.Concurrency, opts.Pipelines, w)
 	w.act = make([]activity, max(e.st.ks.shards, 1))
 	for i := range w.act {
 		w.act[i].idle = make(chan struct{}, 1)
+		streams := make([]string, 0, 2*len(opts.Queues))
+		for _, q := range opts.Queues {
+			streams = append(streams, w.ks.stream(i, q))
+		}
+		w.readStreams = append(w.readStreams, append(streams, slices.Repeat([]string{">"}, len(opts.Queues))...))
 	}
 	return w
 }
@@ -331,8 +346,7 @@ func (w *Worker) releaseSlots(n int) {
 // messages as it has free slots, and claims stale messages every
 // ClaimInterval.
 func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
-	streams := w.streams(shard)
-	args := append(slices.Clone(streams), slices.Repeat([]string{">"}, len(streams))...)
+	args := w.readStreams[shard]
 	backoff := newBackoff()
 	cursors := map[string]string{}
 	lastClaim := time.Now()
@@ -375,17 +389,13 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 			}
 		}
 		var res []redis.XStream
-		var pre map[string]*prefetched
 		var err error
 		if waiting {
-			res, pre, err = w.take(ctx, shard, streams, n)
-			if err == nil && len(res) == 0 {
-				err = redis.Nil
-			}
+			// Messages are probably waiting: read them without blocking,
+			// on the main pool.
+			res, err = w.st.rdb.XReadGroup(ctx, w.readArgs(args, n, -1)).Result()
 		} else {
-			res, err = w.st.blk.XReadGroup(ctx, &redis.XReadGroupArgs{
-				Group: Group, Consumer: w.opts.Consumer, Streams: args, Count: int64(n), Block: w.opts.Block,
-			}).Result()
+			res, err = w.st.blk.XReadGroup(ctx, w.readArgs(args, n, w.opts.Block)).Result()
 		}
 		waiting = false
 		if err != nil {
@@ -405,51 +415,90 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 			continue
 		}
 		backoff.reset()
-		if pre == nil {
-			if pre = w.fresh.prefetched(res); pre == nil {
-				pre = w.prefetch(ctx, res)
+		got := w.dispatchRead(hctx, shard, res, n)
+		w.releaseSlots(n - min(got, n))
+		waiting = got >= n
+	}
+}
+
+// readArgs are the arguments of an XREADGROUP of up to n new messages of
+// each stream in streamArgs (the streams, then as many ">"); block < 0
+// does not block.
+func (w *Worker) readArgs(streamArgs []string, n int, block time.Duration) *redis.XReadGroupArgs {
+	return &redis.XReadGroupArgs{Group: Group, Consumer: w.opts.Consumer, Streams: streamArgs, Count: int64(n), Block: block}
+}
+
+// dispatchRead hands the messages of a read to handlers and returns how
+// many there were. The caller holds n slots for them. A message with what
+// handling it reads first — a fresh exec token of a run the worker keeps
+// (freshness) — goes at once; the others are pre-read together, in one
+// pipelined round trip, by a goroutine that then dispatches them, so that
+// the caller (the read loop, or the leader of a completion pipeline) does
+// not wait for it. A read of several streams may bring more than n
+// messages (COUNT bounds each stream): they are ours now, and each extra
+// one waits for a slot in that goroutine.
+func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStream, n int) int {
+	pre := w.fresh.prefetched(res)
+	type later struct {
+		q    string
+		m    redis.XMessage
+		key  string
+		slot bool // it has one of the n slots
+	}
+	var rest []later
+	var unread []redis.XStream // the messages to pre-read
+	got := 0
+	for _, s := range res {
+		q := w.queueOf(s.Stream)
+		for _, m := range s.Messages {
+			got++
+			k := msgKey(s.Stream, m.ID)
+			p := pre[k]
+			if p != nil && got <= n {
+				w.dispatchN(hctx, shard, q, m, 0, p)
+				continue
 			}
-		}
-		used := 0
-		for _, s := range res {
-			q := w.queueOf(s.Stream)
-			for _, m := range s.Messages {
-				// COUNT bounds each stream, not the reply: with several
-				// queues more than n messages may arrive. They are ours
-				// now; each waits for a slot.
-				if used++; used > n {
-					w.sem <- struct{}{}
+			rest = append(rest, later{q: q, m: m, key: k, slot: got <= n})
+			if p == nil {
+				if len(unread) == 0 || unread[len(unread)-1].Stream != s.Stream {
+					unread = append(unread, redis.XStream{Stream: s.Stream})
 				}
-				w.dispatchN(hctx, shard, q, m, 0, pre[msgKey(s.Stream, m.ID)])
+				unread[len(unread)-1].Messages = append(unread[len(unread)-1].Messages, m)
 			}
 		}
-		w.releaseSlots(n - min(used, n))
-		waiting = used >= n
 	}
+	if len(rest) == 0 {
+		return got
+	}
+	// Counted as handling, so that a stopping worker waits for these
+	// messages' dispatch before it closes the handlers' channel.
+	w.handling.Add(1)
+	go func() {
+		defer w.handling.Done()
+		if len(unread) > 0 {
+			maps.Copy(pre, w.prefetch(hctx, unread))
+		}
+		for _, l := range rest {
+			if !l.slot {
+				w.sem <- struct{}{}
+			}
+			w.dispatchN(hctx, shard, l.q, l.m, 0, pre[l.key])
+		}
+	}()
+	return got
 }
 
-// take reads up to n messages of the shard's queue streams without
-// blocking, with what prefetch would read for them, in one script
-// (scripts/take.lua). It returns no messages when none are waiting.
-func (w *Worker) take(ctx context.Context, shard int, streams []string, n int) ([]redis.XStream, map[string]*prefetched, error) {
-	reply, err := w.st.scripts["take"].Run(ctx, w.st.rdb, streams, Group, w.opts.Consumer, n, w.ks.tag(shard)).Slice()
-	if err != nil {
-		return nil, nil, err
-	}
-	return parseTake(reply, streams)
-}
-
-// A pendingTake is a take.lua call in a completion's pipeline, for the
-// completing handlers' slots and extra free slots it holds.
+// A pendingTake is a read in a completion's pipeline, for the completing
+// handlers' slots and extra free slots it holds.
 type pendingTake struct {
-	cmd   *redis.Cmd
+	cmd   *redis.XStreamSliceCmd
 	extra int
 }
 
 // queueTake and takeDone make the worker the batcher's piggyback: a
-// pipeline of completions also reads, with take.lua, as many messages as
-// it completes (and the worker has free slots), and each goes to a
-// completing handler's slot (or a free one).
+// pipeline of completions also reads (XREADGROUP, not blocking) as many
+// new messages as it completes (and the worker has free slots), and each
+// goes to a completing handler's slot (or a free one).
 func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k int) *pendingTake {
 	if w.stopping.Load() || w.hctx == nil || w.opts.dup > 1 {
 		return nil
@@ -457,49 +506,25 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	// Free slots too: while handlers run, the read loop leaves the
 	// reading to their completions (readLoop) and holds none.
 	t := &pendingTake{extra: w.tryAcquire(max(0, w.opts.Batch-k))}
-	t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.streams(shard), Group, w.opts.Consumer, k+t.extra, w.ks.tag(shard))
+	t.cmd = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))
 	return t
 }
 
 func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
-	used := w.takeDispatch(ctx, t.cmd, shard, k+t.extra)
+	n := k + t.extra
+	used := 0
+	res, err := t.cmd.Result()
+	switch {
+	case err == nil:
+		used = min(w.dispatchRead(w.hctx, shard, res, n), n)
+		w.piggybacked.Add(int64(used))
+	case err != redis.Nil && ctx.Err() == nil:
+		// Messages it read, if any, stay pending and are claimed after
+		// the visibility timeout.
+		w.log.Warn("wfc worker: reading with a completion", "shard", shard, "err", err)
+	}
 	w.releaseSlots(t.extra - max(0, used-k))
 	return min(used, k)
-}
-
-func (w *Worker) takeDispatch(ctx context.Context, cmd *redis.Cmd, shard, n int) int {
-	reply, err := cmd.Slice()
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			// Nothing was read; the next read loads the script.
-			w.st.scripts["take"].Load(ctx, w.st.rdb)
-		} else if ctx.Err() == nil {
-			// Messages it read, if any, stay pending and are claimed
-			// after the visibility timeout.
-			w.log.Warn("wfc worker: reading with a completion", "shard", shard, "err", err)
-		}
-		return 0
-	}
-	streams := w.streams(shard)
-	res, pre, err := parseTake(reply, streams)
-	if err != nil {
-		w.log.Warn("wfc worker: reading with a completion", "shard", shard, "err", err)
-		return 0
-	}
-	used := 0
-	for _, s := range res {
-		q := w.queueOf(s.Stream)
-		for _, m := range s.Messages {
-			if used == n { // take.lua reads at most n; never here
-				w.log.Error("wfc worker: a read returned more messages than asked; leaving the rest pending", "id", m.ID)
-				continue
-			}
-			used++
-			w.piggybacked.Add(1)
-			w.dispatchN(w.hctx, shard, q, m, 0, pre[msgKey(s.Stream, m.ID)])
-		}
-	}
-	return used
 }
 
 // streams returns the stream keys of the worker's queues on a shard.
@@ -509,72 +534,6 @@ func (w *Worker) streams(shard int) []string {
 		out[i] = w.ks.stream(shard, q)
 	}
 	return out
-}
-
-// parseTake decodes take.lua's reply.
-func parseTake(reply []any, streams []string) ([]redis.XStream, map[string]*prefetched, error) {
-	bad := errors.New("take: unexpected reply")
-	if len(reply) != 2 {
-		return nil, nil, bad
-	}
-	msgs, _ := reply[0].([]any)
-	metaList, _ := reply[1].([]any)
-	metas := map[string]map[string]string{}
-	for _, e := range metaList {
-		pair, _ := e.([]any)
-		if len(pair) != 2 {
-			return nil, nil, bad
-		}
-		run, _ := pair[0].(string)
-		flat, _ := pair[1].([]any)
-		h := make(map[string]string, len(flat)/2)
-		for i := 0; i+1 < len(flat); i += 2 {
-			k, _ := flat[i].(string)
-			v, _ := flat[i+1].(string)
-			h[k] = v
-		}
-		metas[run] = h
-	}
-	var res []redis.XStream
-	pre := map[string]*prefetched{}
-	for _, e := range msgs {
-		f, _ := e.([]any)
-		if len(f) != 6 {
-			return nil, nil, bad
-		}
-		si, _ := f[0].(int64)
-		id, _ := f[1].(string)
-		if si < 1 || int(si) > len(streams) || id == "" {
-			return nil, nil, bad
-		}
-		stream := streams[si-1]
-		m := redis.XMessage{ID: id, Values: map[string]any{}}
-		if t, ok := f[2].(string); ok {
-			m.Values["t"] = t
-			// The Go decoding decides; what the script read is used
-			// only when it read for the same run and execution.
-			p := &prefetched{tok: Token{Item: -1}}
-			run, _ := f[3].(string)
-			if json.Unmarshal([]byte(t), &p.tok) == nil && validRunID(p.tok.Run) && p.tok.Run == run && metas[run] != nil {
-				p.meta = metas[run]
-				x, _ := f[4].(string)
-				st, isStr := f[5].(string)
-				if p.tok.Kind == "exec" && p.tok.Node != "" {
-					if x == execKey(p.tok.Node, p.tok.Iter) && isStr {
-						p.state = &st
-						pre[msgKey(stream, id)] = p
-					}
-				} else {
-					pre[msgKey(stream, id)] = p
-				}
-			}
-		}
-		if k := len(res); k == 0 || res[k-1].Stream != stream {
-			res = append(res, redis.XStream{Stream: stream})
-		}
-		res[len(res)-1].Messages = append(res[len(res)-1].Messages, m)
-	}
-	return res, pre, nil
 }
 
 // prefetched is what a worker reads for a message before handling it.
@@ -768,15 +727,19 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 		f.notToken = json.Unmarshal([]byte(f.raw), &f.tok) != nil || f.tok.Run == ""
 	}
 	f.ctx, f.cancel = context.WithCancelCause(hctx)
+	// The handler is active from its dispatch: a completion that reads
+	// the next message of a lone run dispatches it before its own handler
+	// ends, so the read loop, left waiting by deferral, sees no idle
+	// moment in which to start a blocking read that would take the next
+	// token from the completion after.
+	w.act[shard%len(w.act)].start()
 	w.handling.Add(1)
 	w.inflight.Store(f.key, f)
 	w.work <- f
 }
 
 func (w *Worker) handle(hctx context.Context, f *flight) {
-	a := &w.act[f.shard%len(w.act)]
-	a.start()
-	defer a.end()
+	defer w.act[f.shard%len(w.act)].end()
 	defer w.handling.Done()
 	defer func() {
 		if !f.gave {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -324,5 +325,58 @@ func TestBadMessagesAreDropped(t *testing.T) {
 			t.Fatalf("%s %s", st.State, st.Error)
 		}
 		waitNoPending(t, v.e)
+	})
+}
+
+// A read's fresh exec tokens of runs the worker keeps go to handlers at
+// once, with the kept meta; the others are pre-read from Redis and follow;
+// a message beyond the caller's slots waits for a free one.
+func TestDispatchRead(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		flow := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "noop", after("a"))}})
+		run := v.submit(flow, nil)
+		w := v.e.NewWorker(WorkerOptions{Handlers: v.reg, Concurrency: 2})
+		w.work = make(chan *flight, 10)
+		w.fresh.known.Store(true) // the same clock as the server's
+		kept := map[string]string{"status": RunRunning, "gen": "0", "kept": "yes"}
+		w.fresh.remember(run, kept)
+		now := time.Now().UnixMilli()
+		tok := `{"kind":"exec","run":"` + run + `","node":"a","iter":"","hop":1,"attempt":1,"item":-1,"gen":0}`
+		stream := v.e.st.ks.stream(0, ControlQueue)
+		res := []redis.XStream{{Stream: stream, Messages: []redis.XMessage{
+			{ID: fmt.Sprintf("%d-1", now-60_000), Values: map[string]any{"t": tok}}, // old: pre-read
+			{ID: fmt.Sprintf("%d-2", now), Values: map[string]any{"t": tok}},        // fresh: at once
+			{ID: fmt.Sprintf("%d-3", now), Values: map[string]any{"t": "{"}},        // no token, beyond the slots
+		}}}
+		w.sem <- struct{}{} // the caller's two slots
+		w.sem <- struct{}{}
+		if got := w.dispatchRead(v.ctx, 0, res, 2); got != 3 {
+			t.Fatalf("dispatchRead: %d messages, want 3", got)
+		}
+		next := func() *flight {
+			select {
+			case f := <-w.work:
+				return f
+			case <-time.After(5 * time.Second):
+				t.Fatal("no message dispatched")
+				return nil
+			}
+		}
+		if f := next(); !strings.HasSuffix(f.m.ID, "-2") || f.pre == nil || f.pre.meta["kept"] != "yes" || *f.pre.state != NodeQueued {
+			t.Errorf("first dispatched: %s %+v, want the fresh token with the kept meta", f.m.ID, f.pre)
+		}
+		if f := next(); !strings.HasSuffix(f.m.ID, "-1") || f.pre == nil || f.pre.meta["ir"] == "" || f.pre.meta["kept"] != "" || f.pre.state == nil || *f.pre.state != NodeQueued {
+			t.Errorf("second dispatched: %s %+v, want the old token with the meta read from Redis", f.m.ID, f.pre)
+		}
+		select {
+		case f := <-w.work:
+			t.Fatalf("%s dispatched without a free slot", f.m.ID)
+		case <-time.After(50 * time.Millisecond):
+		}
+		<-w.sem // a handler ends
+		if f := next(); !strings.HasSuffix(f.m.ID, "-3") || f.pre != nil || !f.notToken {
+			t.Errorf("third dispatched: %s %+v", f.m.ID, f)
+		}
 	})
 }

@@ -323,14 +323,15 @@ func (v *env) check(run string) {
 	queued, terminal := map[string]int{}, map[string]int{}
 	for _, ev := range evs {
 		key := ev.Fields["x"] + "#" + strconv.Itoa(gen)
+		for _, x := range ev.Queued() {
+			k := x + "#" + strconv.Itoa(gen)
+			if queued[k]++; queued[k] > 1 {
+				v.t.Errorf("%s queued %d times in generation %d", x, queued[k], gen)
+			}
+		}
 		switch ev.Type {
 		case "run.retried":
 			gen++
-		case "node.queued":
-			queued[key]++
-			if queued[key] > 1 {
-				v.t.Errorf("%s queued %d times in generation %d", ev.Fields["x"], queued[key], gen)
-			}
 		case "node.completed", "node.skipped", "node.failed":
 			terminal[key]++
 			if terminal[key] > 1 {

@@ -95,8 +95,10 @@ func TestFanInRace(t *testing.T) {
 		evs, _ := v.e.Events(v.ctx, st.RunID)
 		q := 0
 		for _, ev := range evs {
-			if ev.Type == "node.queued" && ev.Fields["x"] == "join" {
-				q++
+			for _, x := range ev.Queued() {
+				if x == "join" {
+					q++
+				}
 			}
 		}
 		if q != 1 {

@@ -205,6 +205,25 @@ func parseEvents(msgs []redis.XMessage) []Event {
 	return evs
 }
 
+// Queued returns the executions an event queued: the x of a node.queued
+// event, or those listed in the field next ("x:hop,...") of a step that
+// folds the executions it queues into its own event (run.started,
+// node.completed).
+func (ev Event) Queued() []string {
+	if ev.Type == "node.queued" {
+		return []string{ev.Fields["x"]}
+	}
+	next := ev.Fields["next"]
+	if next == "" {
+		return nil
+	}
+	out := strings.Split(next, ",")
+	for i, q := range out {
+		out[i], _, _ = strings.Cut(q, ":")
+	}
+	return out
+}
+
 // Replay rebuilds a run's status from its event log alone. For every run,
 // Replay(Events(run)) equals Status(run) in State, Gen, Counter, Nodes,
 // Result, Error, FailedNode and Compensation; Compare checks that.
@@ -269,6 +288,12 @@ func Replay(run string, events []Event) (*Status, error) {
 			st.Compensation = "running"
 		case "comp.done":
 			st.Compensation = "done"
+		}
+		if ev.Type != "node.queued" {
+			for _, x := range ev.Queued() {
+				n, vec := splitExecKey(x)
+				st.Nodes[x] = &NodeStatus{Node: n, Iter: vec, State: NodeQueued}
+			}
 		}
 	}
 	return st, nil

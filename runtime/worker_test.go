@@ -214,13 +214,13 @@ func TestFollow(t *testing.T) {
 		run := v.submit(w, nil)
 		var types []string
 		st, err := v.e.Follow(v.ctx, run, func(ev Event) error {
-			types = append(types, ev.Type+":"+ev.Fields["x"])
+			types = append(types, ev.Type+":"+ev.Fields["x"]+fmt.Sprint(ev.Queued()))
 			return nil
 		})
 		if err != nil || st.State != RunCompleted {
 			t.Fatalf("%v %v", st, err)
 		}
-		want := "run.started: node.queued:a node.completed:a node.queued:b node.completed:b run.finishing: run.completed:"
+		want := "run.started:[a] node.completed:a[b] node.completed:b[] run.finishing:[] run.completed:[]"
 		if got := strings.Join(types, " "); got != want {
 			t.Errorf("events\n got %s\nwant %s", got, want)
 		}

@@ -114,17 +114,17 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 func writeBench(out io.Writer, rep *bench.Report) {
 	fmt.Fprintf(out, "Redis %s, GOMAXPROCS %d, %.1f s per scenario in %d rounds (each figure a median)\n\n", rep.Redis, rep.GoMaxProc, rep.Duration, rep.Rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tin flight\ttokens\truns\texec/s\truns/s\thop p50 ms\thop p99 ms\ttrips/exec\tRedis µs/exec\t")
+	fmt.Fprintln(tw, "scenario\tin flight\ttokens\truns\texec/s\truns/s\thop p50 ms\thop p99 ms\ttrips/exec\tRedis µs/exec\tGo µs/exec\t")
 	for _, s := range rep.Scenarios {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t\n", s.Name, s.InFlight, s.Tokens, s.Runs, s.ExecPerSec, s.RunsPerSec, s.HopP50ms, s.HopP99ms, s.TripsPer, cpuCell(s.RedisCPUus))
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t%s\t\n", s.Name, s.InFlight, s.Tokens, s.Runs, s.ExecPerSec, s.RunsPerSec, s.HopP50ms, s.HopP99ms, s.TripsPer, cpuCell(s.RedisCPUus), cpuCell(s.GoCPUus))
 	}
 	tw.Flush()
 	if len(rep.Baselines) > 0 {
 		fmt.Fprintln(out)
 		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "reference, after\tconsumers\tin flight\thops/s\thop p50 ms\thop p99 ms\ttrips/hop\tRedis µs/hop\t")
+		fmt.Fprintln(tw, "reference, after\tconsumers\tin flight\thops/s\thop p50 ms\thop p99 ms\ttrips/hop\tRedis µs/hop\tGo µs/hop\t")
 		for _, b := range rep.Baselines {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t\n", b.For, b.Consumers, b.InFlight, b.HopsPerSec, b.HopP50ms, b.HopP99ms, b.TripsPer, cpuCell(b.RedisCPUus))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t%s\t\n", b.For, b.Consumers, b.InFlight, b.HopsPerSec, b.HopP50ms, b.HopP99ms, b.TripsPer, cpuCell(b.RedisCPUus), cpuCell(b.GoCPUus))
 		}
 		tw.Flush()
 		fmt.Fprintln(out)

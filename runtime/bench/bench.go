@@ -143,6 +143,9 @@ type Scenario struct {
 	HopP99ms   float64 `json:"hop_p99_ms"`     //
 	TripsPer   float64 `json:"trips_per_exec"` // worker round trips to Redis per node execution
 	RedisCPUus float64 `json:"redis_cpu_us_per_exec,omitzero"`
+	// GoCPUus is this process's CPU per execution over the same window:
+	// the workers' and the submitter's (the scenario runs in process).
+	GoCPUus float64 `json:"go_cpu_us_per_exec,omitzero"`
 	// Tokens is the mean number of tokens in flight (Little's law: the
 	// sum over executions of the time from the node's becoming ready to
 	// its handler's end, over the measured time). The reference after the
@@ -167,6 +170,7 @@ type Baseline struct {
 	HopP99ms   float64 `json:"hop_p99_ms"`
 	TripsPer   float64 `json:"trips_per_hop"`
 	RedisCPUus float64 `json:"redis_cpu_us_per_hop,omitzero"`
+	GoCPUus    float64 `json:"go_cpu_us_per_hop,omitzero"` // this process's CPU per hop
 }
 
 // A Ratio compares a scenario with the reference run under the same load
@@ -484,7 +488,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 		<-rec.done
 	}
 
-	info0 := redisInfo(ctx, b.rdb)
+	info0, cpu0 := redisInfo(ctx, b.rdb), processCPU()
 	trips0 := b.wk.RoundTrips()
 	start := time.Now()
 	deadline := start.Add(b.opts.Duration)
@@ -552,7 +556,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	// window in which runs were submitted, steady state, before the
 	// waiting below reads every run's status (its reads are not the
 	// workload's).
-	info1 := redisInfo(ctx, b.rdb)
+	info1, cpu1 := redisInfo(ctx, b.rdb), processCPU()
 	nTrips := b.wk.RoundTrips() - trips0
 	nExecs := rec.execs.Load()
 	end, err := b.waitAll(ctx, ids)
@@ -575,6 +579,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	sc.Hops, sc.HopP50ms, sc.HopP99ms = len(h), percentile(h, 0.50), percentile(h, 0.99)
 	sc.TripsPer = div(float64(nTrips), float64(nExecs))
 	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6
+	sc.GoCPUus = div(cpu1-cpu0, float64(nExecs)) * 1e6
 	return sc, nil
 }
 
@@ -723,7 +728,7 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	}
 	// Warm up for a fifth of the duration, then measure.
 	sleep(ctx, b.opts.Duration/5)
-	info0 := redisInfo(ctx, b.rdb)
+	info0, cpu0 := redisInfo(ctx, b.rdb), processCPU()
 	trips0 := count.Load()
 	measure.Store(true)
 	start := time.Now()
@@ -737,7 +742,7 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	}
 	measure.Store(false)
 	secs := time.Since(start).Seconds()
-	info1 := redisInfo(ctx, b.rdb)
+	info1, cpu1 := redisInfo(ctx, b.rdb), processCPU()
 	tripsN := count.Load() - trips0
 	stop()
 	wg.Wait()
@@ -753,6 +758,7 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	}
 	mu.Unlock()
 	bl.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(n)) * 1e6
+	bl.GoCPUus = div(cpu1-cpu0, float64(n)) * 1e6
 	b.rdb.Del(context.WithoutCancel(ctx), streams...)
 	return bl, nil
 }
@@ -896,6 +902,7 @@ func medianScenario(xs []Scenario) Scenario {
 	out.HopP99ms = median(xs, func(x Scenario) float64 { return x.HopP99ms })
 	out.TripsPer = median(xs, func(x Scenario) float64 { return x.TripsPer })
 	out.RedisCPUus = median(xs, func(x Scenario) float64 { return x.RedisCPUus })
+	out.GoCPUus = median(xs, func(x Scenario) float64 { return x.GoCPUus })
 	out.Tokens = median(xs, func(x Scenario) float64 { return x.Tokens })
 	return out
 }
@@ -914,6 +921,7 @@ func medianBaseline(xs []Baseline) Baseline {
 	out.HopP99ms = median(xs, func(x Baseline) float64 { return x.HopP99ms })
 	out.TripsPer = median(xs, func(x Baseline) float64 { return x.TripsPer })
 	out.RedisCPUus = median(xs, func(x Baseline) float64 { return x.RedisCPUus })
+	out.GoCPUus = median(xs, func(x Baseline) float64 { return x.GoCPUus })
 	return out
 }
 

@@ -138,6 +138,7 @@ func BenchmarkRuntime(b *testing.B) {
 			b.ReportMetric(sc.HopP99ms, "hop-p99-ms")
 			b.ReportMetric(sc.TripsPer, "trips/exec")
 			b.ReportMetric(sc.RedisCPUus, "redis-µs/exec")
+			b.ReportMetric(sc.GoCPUus, "go-µs/exec")
 		})
 	}
 }
@@ -160,6 +161,7 @@ func BenchmarkReference(b *testing.B) {
 			b.ReportMetric(bl.HopP99ms, "hop-p99-ms")
 			b.ReportMetric(bl.TripsPer, "trips/hop")
 			b.ReportMetric(bl.RedisCPUus, "redis-µs/hop")
+			b.ReportMetric(bl.GoCPUus, "go-µs/hop")
 		})
 	}
 }

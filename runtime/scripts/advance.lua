@@ -7,7 +7,8 @@
 -- complete.lua writes for such a node — state, output, events, join
 -- arrivals, tokens, counter, and the end of the run when no work is left —
 -- without lib.lua's prologue and without JSON to decode, and with fewer
--- commands (one read and one write of the state hash). When the run is unknown, or the counter
+-- commands (one read and one write of the state hash, and of each join's
+-- fields). When the run is unknown, or the counter
 -- would go below zero, it returns 'slow' before any write and the worker
 -- calls complete instead.
 -- KEYS: as for the run scripts (lib.lua).
@@ -41,6 +42,9 @@ local cur = sts[1]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then ack(); return 'dup' end
 
 -- Reads: what each successor's arrival will do, and the counter's delta.
+-- A join's arrival, fired marker and counts come in one read, and are
+-- written in one (the script is atomic: what complete.lua's HSETNX and
+-- HINCRBY calls would write).
 local succ, dc = {}, -1
 for i = 1, n do
   local b = 11 + 4 * (i - 1)
@@ -49,12 +53,13 @@ for i = 1, n do
   s.arrival = s.id .. '|' .. node .. '|after'
   s.fire = true
   if s.nin > 0 then
-    if redis.call('HEXISTS', JOINS, s.arrival) == 1 then
+    local j = redis.call('HMGET', JOINS, s.arrival, s.id .. '|#f', s.id .. '|#n', s.id .. '|#r')
+    if j[1] then
       s.fire, s.dup = false, true
     else
-      local done = redis.call('HEXISTS', JOINS, s.id .. '|#f') == 1
-      local count = tonumber(redis.call('HGET', JOINS, s.id .. '|#n') or '0') + 1
-      s.fire = not done and (s.mode == 'any' or count >= s.nin)
+      s.count = tonumber(j[3] or '0') + 1
+      s.real = tonumber(j[4] or '0') + 1
+      s.fire = not j[2] and (s.mode == 'any' or s.count >= s.nin)
     end
   end
   s.queue = s.fire and not sts[i + 1]
@@ -76,18 +81,38 @@ for _, s in ipairs(succ) do
 end
 redis.call(unpack(sets))
 redis.call('HSET', CTX, node, out)
-redis.call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'dc', '-1', 'x', node, 'output', out)
+-- One event: the executions it queues are in its field next, with their
+-- hop (complete.lua folds them the same way).
+local ev = {'XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now}
+if dc ~= 0 then
+  ev[#ev + 1] = 'dc'
+  ev[#ev + 1] = tostring(dc)
+end
+ev[#ev + 1] = 'x'
+ev[#ev + 1] = node
+ev[#ev + 1] = 'output'
+ev[#ev + 1] = out
+local nexts = {}
+for _, s in ipairs(succ) do
+  if s.queue then nexts[#nexts + 1] = s.id .. ':' .. nh end
+end
+if #nexts > 0 then
+  ev[#ev + 1] = 'next'
+  ev[#ev + 1] = table.concat(nexts, ',')
+end
+redis.call(unpack(ev))
 for _, s in ipairs(succ) do
   if s.nin > 0 and not s.dup then
-    redis.call('HSETNX', JOINS, s.arrival, '1')
-    redis.call('HINCRBY', JOINS, s.id .. '|#n', 1)
-    redis.call('HINCRBY', JOINS, s.id .. '|#r', 1)
-    if s.fire then redis.call('HSETNX', JOINS, s.id .. '|#f', '1') end
+    local js = {'HSET', JOINS, s.arrival, '1', s.id .. '|#n', s.count, s.id .. '|#r', s.real}
+    if s.fire then
+      js[#js + 1] = s.id .. '|#f'
+      js[#js + 1] = '1'
+    end
+    redis.call(unpack(js))
   end
   if s.queue then
     redis.call('XADD', KEYS[8 + 2 * s.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. s.id ..
       '","iter":"","hop":' .. nh .. ',"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. '}')
-    redis.call('XADD', EVENTS, '*', 'type', 'node.queued', 'ts', now, 'dc', '1', 'x', s.id, 'hop', nh)
   end
 end
 ack()

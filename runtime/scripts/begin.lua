@@ -1,8 +1,8 @@
 -- begin: the common case of start.lua, without its generality, for speed
 -- (as advance.lua is to complete.lua): every entry node is outside any loop.
 -- The submitter decides this from the plan. The script writes exactly what
--- start.lua writes — the run's meta, its run.started event, a state, a
--- token and a node.queued event per entry, the deadline timer, the counter
+-- start.lua writes — the run's meta, its run.started event (with the
+-- entries it queued), a state and a token per entry, the deadline timer, the counter
 -- — without lib.lua's prologue and without JSON to decode. When the graph
 -- is not stored it returns 'slow' before any write and the submitter calls
 -- start, which says why.
@@ -33,17 +33,31 @@ if redis.call('HEXISTS', GRAPH, '_') == 0 then return 'slow' end
 redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', ARGV[3], 'graph', ARGV[4],
   'queues', ARGV[5], 'workflow', ARGV[6], 'inputs', ARGV[7], 'created', now,
   'deadline_ms', ARGV[8], 'max_hops', ARGV[10], 'max_fanout', ARGV[11], 'retention', ARGV[12])
-redis.call('XADD', EVENTS, '*', 'type', 'run.started', 'ts', now, 'ir', ARGV[3], 'workflow', ARGV[6], 'inputs', ARGV[7])
-local dc = 0
+local dc, nexts = 0, {}
 for _, e in ipairs(entries) do
   if redis.call('HEXISTS', STATE, e.id) == 0 then
     redis.call('HSET', STATE, e.id, 'queued', 'hop|' .. e.id, '1')
     redis.call('XADD', KEYS[8 + 2 * e.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. e.id ..
       '","iter":"","hop":1,"attempt":1,"item":-1,"gen":0}')
-    redis.call('XADD', EVENTS, '*', 'type', 'node.queued', 'ts', now, 'dc', '1', 'x', e.id, 'hop', '1')
+    nexts[#nexts + 1] = e.id .. ':1'
     dc = dc + 1
   end
 end
+-- One event: the entries it queued are in its field next (start.lua folds
+-- them the same way).
+local ev = {'XADD', EVENTS, '*', 'type', 'run.started', 'ts', now}
+if dc ~= 0 then
+  ev[#ev + 1] = 'dc'
+  ev[#ev + 1] = tostring(dc)
+end
+for _, f in ipairs({'ir', ARGV[3], 'workflow', ARGV[6], 'inputs', ARGV[7]}) do
+  ev[#ev + 1] = f
+end
+if #nexts > 0 then
+  ev[#ev + 1] = 'next'
+  ev[#ev + 1] = table.concat(nexts, ',')
+end
+redis.call(unpack(ev))
 if tonumber(ARGV[8]) > 0 then
   redis.call('ZADD', KEYS[9 + 2 * ctl], ARGV[9], '{"kind":"deadline","run":"' .. run .. '","gen":0}')
 end

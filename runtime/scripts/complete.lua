@@ -43,7 +43,12 @@ if A.mode == 'ok' then
   redis.call('HSET', CTX, x, A.output)
   if A.iter ~= '' then redis.call('HSET', CTX, A.node, A.output) end
   if g.cq then redis.call('RPUSH', COMP, x) end
-  event('node.completed', consumed, 'x', x, 'output', A.output)
+  if A.failrun then
+    event('node.completed', consumed, 'x', x, 'output', A.output)
+  else
+    -- The executions it queues go in its event (next).
+    fold('node.completed', consumed, 'x', x, 'output', A.output)
+  end
 elseif A.mode == 'skip' then
   redis.call('HSET', STATE, x, 'skipped')
   event('node.skipped', consumed, 'x', x)
@@ -67,6 +72,7 @@ else
   route(A.node, A.iter, A.hop, realset)
   drain()
 end
+if FOLD then unfold() end
 ack()
 -- The counter held this execution's unit, so with a zero delta it is still
 -- positive and the run goes on: no need to touch it.

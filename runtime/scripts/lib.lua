@@ -104,16 +104,46 @@ end
 
 -- DC accumulates the counter delta of this script; settle() applies it.
 local DC = 0
-local function event(typ, dc, ...)
+local function emit(typ, dc, extra)
   local args = {'XADD', EVENTS, '*', 'type', typ, 'ts', NOW}
   if dc ~= 0 then
     args[#args + 1] = 'dc'
     args[#args + 1] = tostring(dc)
-    DC = DC + dc
   end
-  local extra = {...}
   for i = 1, #extra do args[#args + 1] = tostring(extra[i]) end
   redis.call(unpack(args))
+end
+
+-- FOLD is set while a step folds the executions it queues into its own
+-- event (node.completed, run.started): its field next lists them
+-- ("x:hop,..."), instead of a node.queued event each — one stream entry
+-- for the step. fold starts it with the step's event; unfold writes that
+-- event, with the counter delta of the queued executions added, and then
+-- the events caused meanwhile (skips), in order.
+local FOLD = nil
+local function event(typ, dc, ...)
+  DC = DC + dc
+  if FOLD then
+    FOLD.buf[#FOLD.buf + 1] = {typ, dc, {...}}
+    return
+  end
+  emit(typ, dc, {...})
+end
+
+local function fold(typ, dc, ...)
+  DC = DC + dc
+  FOLD = {typ = typ, dc = dc, extra = {...}, next = {}, buf = {}}
+end
+
+local function unfold()
+  local f = FOLD
+  FOLD = nil
+  if #f.next > 0 then
+    f.extra[#f.extra + 1] = 'next'
+    f.extra[#f.extra + 1] = table.concat(f.next, ',')
+  end
+  emit(f.typ, f.dc + #f.next, f.extra)
+  for _, e in ipairs(f.buf) do emit(e[1], e[2], e[3]) end
 end
 
 -- token builds a queue message. Ids and iteration vectors never need JSON
@@ -144,7 +174,12 @@ local function dispatch(n, vec, hop)
   local g = gnode(n)
   redis.call('HSET', STATE, x, 'queued', 'hop|' .. x, tostring(hop))
   redis.call('XADD', qstream(g.q), '*', 't', token('exec', n, vec, hop, 1, -1))
-  event('node.queued', 1, 'x', x, 'hop', hop)
+  if FOLD then
+    FOLD.next[#FOLD.next + 1] = x .. ':' .. tostring(hop)
+    DC = DC + 1
+  else
+    event('node.queued', 1, 'x', x, 'hop', hop)
+  end
 end
 
 -- The work list of arrivals still to record: {to, vec, from, kind, real, hop}.

@@ -18,8 +18,9 @@ redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', A.ir
   'deadline_ms', tostring(A.deadline_ms), 'max_hops', tostring(A.max_hops), 'max_fanout', tostring(A.max_fanout),
   'retention', tostring(A.retention or 0))
 RET = tonumber(A.retention or 0) or 0
-event('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
+fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
 for _, e in ipairs(A.entries) do dispatch(e[1], e[2], 1) end
+unfold()
 if A.deadline_ms > 0 then
   redis.call('ZADD', qtimers(info.ctl), A.deadline_at, deadline_member())
 end

@@ -22,7 +22,10 @@ const freshWindow = 10 * time.Millisecond
 // queued the execution, which is what the pre-read checks — for a run
 // whose meta the worker keeps from an earlier token (the meta that matters
 // to a worker does not change while a run runs, but for its status and
-// generation). This is what a read delivers while runs move along their
+// generation), or whose meta the token tells: the scripts copy the run's
+// graph and hop limit into exec tokens, and the rest of what running a
+// node without expressions needs comes from the plan and the graph, when
+// the worker keeps them (Worker.tokenMeta). This is what a read delivers while runs move along their
 // nodes, and it removes a round trip from every such hop; only the other
 // messages of a batch are pre-read.
 //
@@ -66,9 +69,10 @@ func (f *freshness) remember(run string, meta map[string]string) {
 }
 
 // prefetched returns, for each message of a batch that is a fresh exec
-// token of a run whose meta is kept (with the token's generation), what
-// prefetch would have read for it; the other messages need their pre-read.
-func (f *freshness) prefetched(res []redis.XStream) map[string]*prefetched {
+// token of a run whose meta is kept (with the token's generation), or whose
+// meta the token itself tells (told, which may return nil), what prefetch
+// would have read for it; the other messages need their pre-read.
+func (f *freshness) prefetched(res []redis.XStream, told func(*Token) map[string]string) map[string]*prefetched {
 	out := map[string]*prefetched{}
 	if !f.known.Load() {
 		return out
@@ -90,6 +94,9 @@ func (f *freshness) prefetched(res []redis.XStream) map[string]*prefetched {
 				continue
 			}
 			meta := f.runs[p.tok.Run]
+			if meta == nil && told != nil {
+				meta, p.told = told(&p.tok), true
+			}
 			if meta == nil || meta["gen"] != strconv.Itoa(p.tok.Gen) {
 				continue
 			}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,21 +44,41 @@ func TestFreshness(t *testing.T) {
 		for i := range c.msgs {
 			c.msgs[i].ID = strings.Replace(c.msgs[i].ID, "-0", fmt.Sprintf("-%d", i), 1)
 		}
-		got := f.prefetched([]redis.XStream{{Stream: "s", Messages: c.msgs}})
+		got := f.prefetched([]redis.XStream{{Stream: "s", Messages: c.msgs}}, nil)
 		for i, m := range c.msgs {
 			p := got[msgKey("s", m.ID)]
 			if (p != nil) != c.skip[i] {
 				t.Errorf("%s, message %d: skipped %v, want %v", c.name, i, p != nil, c.skip[i])
 				continue
 			}
-			if p != nil && (*p.state != NodeQueued || p.meta["status"] != "running" || p.tok.Run == "") {
+			if p != nil && (*p.state != NodeQueued || p.meta["status"] != "running" || p.tok.Run == "" || p.told) {
 				t.Errorf("%s: %+v", c.name, p)
 			}
 		}
 	}
+	// A run not kept whose token tells its meta: fresh, it is skipped;
+	// old, or when the token tells nothing, it is not.
+	told := func(tok *Token) map[string]string {
+		if tok.Graph == "" {
+			return nil
+		}
+		return map[string]string{"status": "running", "gen": fmt.Sprint(tok.Gen), "graph": tok.Graph}
+	}
+	withGraph := `{"kind":"exec","run":"r9","node":"a","iter":"","hop":2,"attempt":1,"item":-1,"gen":3,"g":"sha256:x.d","mh":10}`
+	msgs := []redis.XMessage{msg(1, withGraph), msg(60, withGraph), msg(1, exec("r8", 0))}
+	for i := range msgs {
+		msgs[i].ID = strings.Replace(msgs[i].ID, "-0", fmt.Sprintf("-%d", i), 1)
+	}
+	got := f.prefetched([]redis.XStream{{Stream: "s", Messages: msgs}}, told)
+	if p := got[msgKey("s", msgs[0].ID)]; p == nil || p.meta["graph"] != "sha256:x.d" || p.tok.MaxHops != 10 || !p.told {
+		t.Errorf("a fresh token telling its run's meta: %+v", p)
+	}
+	if got[msgKey("s", msgs[1].ID)] != nil || got[msgKey("s", msgs[2].ID)] != nil {
+		t.Errorf("an old token, or one telling nothing, skipped its pre-read: %+v", got)
+	}
 	// Without a measured offset nothing is skipped.
 	f.known.Store(false)
-	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: []redis.XMessage{msg(1, exec("r1", 0))}}}); len(got) != 0 {
+	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: []redis.XMessage{msg(1, exec("r1", 0))}}}, nil); len(got) != 0 {
 		t.Error("skipped without a known clock offset")
 	}
 }
@@ -104,4 +125,68 @@ func TestDeferral(t *testing.T) {
 	default:
 		t.Error("the last handler's end did not signal idle")
 	}
+}
+
+// What an exec token tells of its run (graph, hop limit) with the plan and
+// graph a worker keeps is the run's meta, as far as running a node without
+// expressions needs it: the same graph, queues (their order names the
+// scripts' keys), IR, workflow and hop limit. start.lua and begin.lua
+// write such tokens alike; a node with expressions needs the pre-read.
+func TestTokenMeta(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		for _, general := range []bool{false, true} {
+			v := newEnv(t, b, Options{Queues: map[string]string{"special": "gpu", "other": "aaa"}, MaxHops: 77, generalOnly: general})
+			w := v.e.NewWorker(WorkerOptions{Handlers: v.reg})
+			flow := build(t, wfSpec{nodes: []*nodeSpec{
+				task("a", "noop"), task("x", "cel", with("v", cexpr("1"))),
+				task("b", "special", after("a")), task("c", "other", after("b")),
+			}})
+			run := v.submit(flow, nil)
+			meta, err := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.meta(run)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := v.e.st.rdb.XRange(v.ctx, v.e.st.ks.stream(0, ControlQueue), "-", "+").Result()
+			if err != nil || len(msgs) != 2 {
+				t.Fatalf("entry tokens %v, %v", msgs, err)
+			}
+			toks := map[string]*Token{}
+			for _, m := range msgs {
+				tok := &Token{}
+				if err := json.Unmarshal([]byte(m.Values["t"].(string)), tok); err != nil {
+					t.Fatal(err)
+				}
+				toks[tok.Node] = tok
+			}
+			a := toks["a"]
+			if a.Graph != meta["graph"] || fmt.Sprint(a.MaxHops) != meta["max_hops"] || a.MaxHops != 77 {
+				t.Errorf("general %v: token %+v of a run with meta %v", general, a, meta)
+			}
+			// Nothing kept yet: the meta must be read.
+			if m := w.tokenMeta(a); m != nil {
+				t.Errorf("told %v without the plan and the graph", m)
+			}
+			if _, err := w.st.planFor(v.ctx, meta["ir"]); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.st.nodeQueues(v.ctx, run, meta["graph"]); err != nil {
+				t.Fatal(err)
+			}
+			told := w.tokenMeta(a)
+			if told == nil {
+				t.Fatal("nothing told with the plan and the graph kept")
+			}
+			for k, val := range told {
+				if meta[k] != val {
+					t.Errorf("general %v: told %s=%q, the meta has %q", general, k, val, meta[k])
+				}
+			}
+			if meta["queues"] != "default,aaa,gpu" {
+				t.Errorf("queues %q", meta["queues"])
+			}
+			if m := w.tokenMeta(toks["x"]); m != nil {
+				t.Errorf("a node with expressions told %v", m)
+			}
+		}
+	})
 }

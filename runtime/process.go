@@ -33,6 +33,12 @@ type Token struct {
 	// ("comp"), else -1.
 	Item int `json:"item"`
 	Gen  int `json:"gen"`
+	// Graph and MaxHops (exec tokens the scripts write) are the run's
+	// graph key suffix and hop limit, copied from its meta: with them a
+	// worker can run a fresh token of a run whose meta it has not read
+	// (freshness).
+	Graph   string `json:"g,omitempty"`
+	MaxHops int    `json:"mh,omitempty"`
 }
 
 // A job is the handling of one message.
@@ -75,7 +81,7 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 	var err error
 	if pre != nil {
 		m, err = parseMeta(tok.Run, pre.meta)
-		if err == nil && m.Status == RunRunning {
+		if err == nil && m.Status == RunRunning && !pre.told {
 			w.fresh.remember(tok.Run, pre.meta)
 		}
 	} else {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,9 +81,17 @@ type store struct {
 	scripts map[string]*redis.Script
 
 	mu     sync.Mutex
-	plans  map[string]*plan             // by IR hash, loaded from Redis
-	graph  map[string]bool              // graph keys known to be stored
-	queues map[string]map[string]string // graph key -> node -> queue, loaded from Redis
+	plans  map[string]*plan        // by IR hash, loaded from Redis
+	graph  map[string]bool         // graph keys known to be stored
+	queues map[string]*graphQueues // by graph key, loaded from Redis
+}
+
+// graphQueues is the queue assignment of a stored graph: each node's queue,
+// and the queues of a run of it as its meta lists them (the control queue,
+// then the others of its nodes and compensations, sorted).
+type graphQueues struct {
+	node map[string]string
+	run  string // comma-separated
 }
 
 func newStore(rdb, blk redis.UniversalClient, ks keyspace) (*store, error) {
@@ -89,7 +99,7 @@ func newStore(rdb, blk redis.UniversalClient, ks keyspace) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &store{rdb: rdb, blk: blk, ks: ks, scripts: sc, plans: map[string]*plan{}, graph: map[string]bool{}, queues: map[string]map[string]string{}}, nil
+	return &store{rdb: rdb, blk: blk, ks: ks, scripts: sc, plans: map[string]*plan{}, graph: map[string]bool{}, queues: map[string]*graphQueues{}}, nil
 }
 
 // loadScripts loads every script into the server's script cache (SCRIPT
@@ -307,18 +317,29 @@ func (s *store) ensureGroup(ctx context.Context, stream string) error {
 // submitting process assigned them, so a worker reads them from the graph
 // key (its content never changes under the key) and keeps them.
 func (s *store) nodeQueues(ctx context.Context, run, suffix string) (map[string]string, error) {
-	key := s.ks.graph(s.ks.shard(run), suffix)
+	gq, err := s.graphQueues(ctx, s.ks.graph(s.ks.shard(run), suffix))
+	if err != nil {
+		return nil, err
+	}
+	return gq.node, nil
+}
+
+func (s *store) graphQueues(ctx context.Context, key string) (*graphQueues, error) {
 	s.mu.Lock()
-	q := s.queues[key]
+	gq := s.queues[key]
 	s.mu.Unlock()
-	if q != nil {
-		return q, nil
+	if gq != nil {
+		return gq, nil
 	}
 	h, err := s.rdb.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, err
 	}
-	q = map[string]string{}
+	gq = &graphQueues{node: map[string]string{}}
+	if len(h) == 0 {
+		return gq, nil // not stored (a run's start checks that it is)
+	}
+	others := map[string]bool{}
 	for id, raw := range h {
 		if id == "_" {
 			continue
@@ -327,13 +348,31 @@ func (s *store) nodeQueues(ctx context.Context, run, suffix string) (map[string]
 		if err := json.Unmarshal([]byte(raw), &g); err != nil {
 			return nil, fmt.Errorf("graph %s, node %s: %w", key, id, err)
 		}
-		q[id] = g.Q
+		gq.node[id] = g.Q
+		for _, q := range []string{g.Q, g.CQ} {
+			if q != "" && q != ControlQueue {
+				others[q] = true
+			}
+		}
 	}
+	gq.run = strings.Join(append([]string{ControlQueue}, slices.Sorted(maps.Keys(others))...), ",")
 	s.mu.Lock()
 	if len(s.queues) > 1000 {
 		clear(s.queues)
 	}
-	s.queues[key] = q
+	s.queues[key] = gq
 	s.mu.Unlock()
-	return q, nil
+	return gq, nil
+}
+
+// cached returns the plan of an IR hash and the queues of a graph key when
+// both are kept already, without reading Redis; else nil.
+func (s *store) cached(hash, graphKey string) (*plan, *graphQueues) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, gq := s.plans[hash], s.queues[graphKey]
+	if p == nil || gq == nil {
+		return nil, nil
+	}
+	return p, gq
 }

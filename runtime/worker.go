@@ -428,6 +428,26 @@ func (w *Worker) readArgs(streamArgs []string, n int, block time.Duration) *redi
 	return &redis.XReadGroupArgs{Group: Group, Consumer: w.opts.Consumer, Streams: streamArgs, Count: int64(n), Block: block}
 }
 
+// tokenMeta returns the meta of an exec token's run as far as running it
+// needs, from the token (graph suffix, hop limit, generation) and what the
+// worker keeps (the plan of the graph's IR, the graph's queues), without
+// reading Redis: for a node without expressions, which needs neither the
+// run's inputs nor anything else of its meta. Else nil (pre-read).
+func (w *Worker) tokenMeta(tok *Token) map[string]string {
+	dot := strings.LastIndexByte(tok.Graph, '.')
+	if dot <= 0 || tok.MaxHops < 0 {
+		return nil
+	}
+	p, gq := w.st.cached(tok.Graph[:dot], w.ks.graph(w.ks.shard(tok.Run), tok.Graph))
+	if p == nil || p.nodes[tok.Node] == nil || p.hasExprs(tok.Node) {
+		return nil
+	}
+	return map[string]string{
+		"status": RunRunning, "gen": strconv.Itoa(tok.Gen), "ir": p.hash, "graph": tok.Graph,
+		"queues": gq.run, "workflow": p.w.Name, "max_hops": strconv.Itoa(tok.MaxHops),
+	}
+}
+
 // dispatchRead hands the messages of a read to handlers and returns how
 // many there were. The caller holds n slots for them. A message with what
 // handling it reads first — a fresh exec token of a run the worker keeps
@@ -438,7 +458,7 @@ func (w *Worker) readArgs(streamArgs []string, n int, block time.Duration) *redi
 // messages (COUNT bounds each stream): they are ours now, and each extra
 // one waits for a slot in that goroutine.
 func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStream, n int) int {
-	pre := w.fresh.prefetched(res)
+	pre := w.fresh.prefetched(res, w.tokenMeta)
 	type later struct {
 		q    string
 		m    redis.XMessage
@@ -541,6 +561,9 @@ type prefetched struct {
 	tok   Token             // the message's token, decoded once
 	meta  map[string]string // the run's meta hash
 	state *string           // exec tokens: the execution's state ("" if none)
+	// told: meta is what the token told of its run (Worker.tokenMeta),
+	// enough for its own execution only; it is not kept for others.
+	told bool
 }
 
 // prefetch reads, in one pipelined round trip for a whole batch, what

@@ -108,7 +108,7 @@ func TestShards(t *testing.T) {
 		}
 		for _, r := range runs {
 			if st := v.wait(r); string(st.Result) != `{"v":2}` {
-				t.Errorf("%s: %s", r, st.Result)
+				t.Errorf("%s: %s %s %s", r, st.State, st.Result, st.Error)
 			}
 		}
 		if len(shards) < 2 {

@@ -28,7 +28,7 @@ if n ~= math.floor(n) or not mq or not KEYS[8 + 2 * mq] or not ctl or not KEYS[9
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
-local m = redis.call('HMGET', META, 'status', 'gen', 'counter', 'retention')
+local m = redis.call('HMGET', META, 'status', 'gen', 'counter', 'retention', 'graph', 'max_hops')
 if not m[1] then return 'slow' end
 local GEN = tonumber(m[2])
 local function ack() redis.call('XACK', KEYS[8 + 2 * mq], group, mid) end
@@ -112,7 +112,8 @@ for _, s in ipairs(succ) do
   end
   if s.queue then
     redis.call('XADD', KEYS[8 + 2 * s.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. s.id ..
-      '","iter":"","hop":' .. nh .. ',"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. '}')
+      '","iter":"","hop":' .. nh .. ',"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. ',"g":"' .. (m[5] or '') ..
+      '","mh":' .. tostring(tonumber(m[6] or '0') or 0) .. '}')
   end
 end
 ack()

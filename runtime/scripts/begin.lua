@@ -15,6 +15,7 @@
 local META, STATE, EVENTS, GRAPH = KEYS[1], KEYS[3], KEYS[6], KEYS[7]
 local run, now = ARGV[1], ARGV[2]
 local ctl = tonumber(ARGV[13])
+local mh = tostring(tonumber(ARGV[10]) or 0)
 local n = (#ARGV - 13) / 2
 if n < 1 or n ~= math.floor(n) or not ctl or not KEYS[9 + 2 * ctl] then
   return redis.error_reply('ERR wfc: bad begin call')
@@ -38,7 +39,7 @@ for _, e in ipairs(entries) do
   if redis.call('HEXISTS', STATE, e.id) == 0 then
     redis.call('HSET', STATE, e.id, 'queued', 'hop|' .. e.id, '1')
     redis.call('XADD', KEYS[8 + 2 * e.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. e.id ..
-      '","iter":"","hop":1,"attempt":1,"item":-1,"gen":0}')
+      '","iter":"","hop":1,"attempt":1,"item":-1,"gen":0,"g":"' .. ARGV[4] .. '","mh":' .. mh .. '}')
     nexts[#nexts + 1] = e.id .. ':1'
     dc = dc + 1
   end

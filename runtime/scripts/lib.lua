@@ -15,6 +15,10 @@ local META, APPLIED, STATE, CTX, JOINS, EVENTS, GRAPH, ITEMS, COMP =
 local A = cjson.decode(ARGV[1])
 local RUN, NOW, GROUP = A.run, A.now, A.group
 local GEN = 0
+-- GSFX, MAXHOPS: the run's graph suffix and hop limit (meta fields graph
+-- and max_hops), which exec tokens carry so that a worker can run a fresh
+-- one without reading the run's meta first.
+local GSFX, MAXHOPS = '', 0
 -- RET: the run's retention in ms (meta field retention, set by start);
 -- 0 keeps its keys forever.
 local RET = 0
@@ -149,9 +153,13 @@ end
 -- token builds a queue message. Ids and iteration vectors never need JSON
 -- escaping (the runtime checks run and node ids).
 local function token(kind, n, vec, hop, attempt, item)
-  return '{"kind":"' .. kind .. '","run":"' .. RUN .. '","node":"' .. n .. '","iter":"' .. vec ..
+  local t = '{"kind":"' .. kind .. '","run":"' .. RUN .. '","node":"' .. n .. '","iter":"' .. vec ..
     '","hop":' .. tostring(hop) .. ',"attempt":' .. tostring(attempt) .. ',"item":' .. tostring(item) ..
-    ',"gen":' .. tostring(GEN) .. '}'
+    ',"gen":' .. tostring(GEN)
+  if kind == 'exec' then
+    return t .. ',"g":"' .. GSFX .. '","mh":' .. tostring(MAXHOPS) .. '}'
+  end
+  return t .. '}'
 end
 
 local function deadline_member()
@@ -311,10 +319,11 @@ end
 
 -- header reads the run's status and generation; nil if the run is unknown.
 local function header()
-  local m = redis.call('HMGET', META, 'status', 'gen', 'retention')
+  local m = redis.call('HMGET', META, 'status', 'gen', 'retention', 'graph', 'max_hops')
   if not m[1] then return nil end
   GEN = tonumber(m[2])
   RET = tonumber(m[3] or '0') or 0
+  GSFX, MAXHOPS = m[4] or '', tonumber(m[5] or '0') or 0
   return m[1]
 end
 

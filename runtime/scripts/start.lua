@@ -18,6 +18,7 @@ redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', A.ir
   'deadline_ms', tostring(A.deadline_ms), 'max_hops', tostring(A.max_hops), 'max_fanout', tostring(A.max_fanout),
   'retention', tostring(A.retention or 0))
 RET = tonumber(A.retention or 0) or 0
+GSFX, MAXHOPS = A.graph, A.max_hops
 fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
 for _, e in ipairs(A.entries) do dispatch(e[1], e[2], 1) end
 unfold()

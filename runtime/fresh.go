@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +40,28 @@ type freshness struct {
 
 	mu   sync.Mutex
 	runs map[string]map[string]string // run -> meta read while it ran
+	// live: run -> when (local ms) and in which generation a transition
+	// script of this worker last found it running (it replied ok).
+	live map[string]liveRun
+}
+
+type liveRun struct {
+	ms  int64
+	gen int
+}
+
+// confirm records that a transition script just found the run running in
+// generation gen: what a fresh token says of its run, said of every token
+// of the run for the next freshWindow, however long the token waited in
+// its queue — the siblings of a fan-out wait behind each other for longer
+// than the window, while the worker completes them one after the other.
+func (f *freshness) confirm(run string, gen int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.live == nil || len(f.live) >= 4096 {
+		f.live = map[string]liveRun{}
+	}
+	f.live[run] = liveRun{time.Now().UnixMilli(), gen}
 }
 
 // measure reads the offset between the server's clock and the worker's
@@ -77,20 +98,23 @@ func (f *freshness) prefetched(res []redis.XStream, told func(*Token) map[string
 	if !f.known.Load() {
 		return out
 	}
-	now := time.Now().UnixMilli() + f.offset.Load()
+	local := time.Now().UnixMilli()
+	now := local + f.offset.Load()
+	win := freshWindow.Milliseconds()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	queued := NodeQueued
 	for _, s := range res {
 		for _, m := range s.Messages {
-			ms, _, _ := strings.Cut(m.ID, "-")
-			at, err := strconv.ParseInt(ms, 10, 64)
-			if err != nil || now-at > freshWindow.Milliseconds() || now-at < -freshWindow.Milliseconds() {
-				continue
-			}
 			raw, _ := m.Values["t"].(string)
 			p := &prefetched{tok: Token{Item: -1}, state: &queued}
-			if json.Unmarshal([]byte(raw), &p.tok) != nil || p.tok.Kind != "exec" || p.tok.Node == "" {
+			if decodeToken(raw, &p.tok) != nil || p.tok.Kind != "exec" || p.tok.Node == "" {
+				continue
+			}
+			ms, _, _ := strings.Cut(m.ID, "-")
+			at, err := strconv.ParseInt(ms, 10, 64)
+			fresh := err == nil && now-at <= win && now-at >= -win
+			if l, ok := f.live[p.tok.Run]; !fresh && (!ok || l.gen != p.tok.Gen || local-l.ms > win || local < l.ms) {
 				continue
 			}
 			meta := f.runs[p.tok.Run]

@@ -76,6 +76,24 @@ func TestFreshness(t *testing.T) {
 	if got[msgKey("s", msgs[1].ID)] != nil || got[msgKey("s", msgs[2].ID)] != nil {
 		t.Errorf("an old token, or one telling nothing, skipped its pre-read: %+v", got)
 	}
+	// An old token of a run that a transition script of the worker just
+	// found running, in the token's generation, is as good as fresh.
+	old := []redis.XMessage{msg(60, exec("r1", 0))}
+	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: old}}, nil); len(got) != 0 {
+		t.Error("an old token skipped its pre-read")
+	}
+	f.confirm("r1", 1)
+	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: old}}, nil); len(got) != 0 {
+		t.Error("an old token skipped its pre-read after its run was confirmed in another generation")
+	}
+	f.confirm("r1", 0)
+	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: old}}, nil); len(got) != 1 {
+		t.Error("an old token of a run just confirmed running was pre-read")
+	}
+	f.live["r1"] = liveRun{time.Now().UnixMilli() - 50, 0}
+	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: old}}, nil); len(got) != 0 {
+		t.Error("an old token of a run confirmed 50 ms ago skipped its pre-read")
+	}
 	// Without a measured offset nothing is skipped.
 	f.known.Store(false)
 	if got := f.prefetched([]redis.XStream{{Stream: "s", Messages: []redis.XMessage{msg(1, exec("r1", 0))}}}, nil); len(got) != 0 {

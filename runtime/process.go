@@ -164,7 +164,15 @@ func (j *job) batched(sc *redis.Script, keys []string, args ...any) (any, error)
 // counted counts a script's status reply in the worker's stats.
 func (j *job) counted(script, res string) {
 	switch res {
-	case "ok", "failed":
+	case "ok":
+		j.w.applied.Add(1)
+		switch script {
+		case "advance", "complete", "retry", "expand", "itemdone":
+			// They apply only to a running run (else: inactive).
+			j.w.fresh.confirm(j.tok.Run, j.tok.Gen)
+		}
+		return
+	case "failed":
 		j.w.applied.Add(1)
 		return
 	case "dup":

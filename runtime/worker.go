@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -579,7 +578,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 		for _, m := range s.Messages {
 			raw, _ := m.Values["t"].(string)
 			p := &prefetched{tok: Token{Item: -1}}
-			if json.Unmarshal([]byte(raw), &p.tok) != nil || !validRunID(p.tok.Run) {
+			if decodeToken(raw, &p.tok) != nil || !validRunID(p.tok.Run) {
 				continue
 			}
 			if metas[p.tok.Run] == nil {
@@ -747,7 +746,7 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 		f.tok = pre.tok
 	} else {
 		f.tok = Token{Item: -1}
-		f.notToken = json.Unmarshal([]byte(f.raw), &f.tok) != nil || f.tok.Run == ""
+		f.notToken = decodeToken(f.raw, &f.tok) != nil || f.tok.Run == ""
 	}
 	f.ctx, f.cancel = context.WithCancelCause(hctx)
 	// The handler is active from its dispatch: a completion that reads

@@ -48,6 +48,14 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 				task("last", "noop", after("join")),
 			},
 		}),
+		// The run's applied key exists (the retry's operation key), so the
+		// end of the run sets its expiry too.
+		"a retry before a plain end": build(t, wfSpec{
+			nodes: []*nodeSpec{
+				task("a", "flaky", with("fails", konst("1")), retry(2, "fixed", 1)),
+				task("b", "noop", after("a")),
+			},
+		}),
 		"a predicate skips": build(t, wfSpec{
 			nodes: []*nodeSpec{
 				task("a", "noop"), task("b", "noop", after("a"), when("false")),
@@ -84,7 +92,7 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 					for _, ev := range evs {
 						var fs []string
 						for k, val := range ev.Fields {
-							if k != "ts" && k != "result" {
+							if k != "ts" && k != "result" && k != "due" { // times
 								fs = append(fs, k+"="+val)
 							}
 						}

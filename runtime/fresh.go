@@ -39,7 +39,7 @@ type freshness struct {
 	offset atomic.Int64 // server ms - local ms
 
 	mu   sync.Mutex
-	runs map[string]map[string]string // run -> meta read while it ran
+	runs map[string]*runMeta // run -> meta read while it ran
 	// live: run -> when (local ms) and in which generation a transition
 	// script of this worker last found it running (it replied ok).
 	live map[string]liveRun
@@ -80,20 +80,20 @@ func (f *freshness) measure(ctx context.Context, rdb redis.UniversalClient) {
 }
 
 // remember keeps the meta of a running run, read for one of its tokens.
-func (f *freshness) remember(run string, meta map[string]string) {
+func (f *freshness) remember(run string, m *runMeta) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.runs == nil || len(f.runs) >= 4096 {
-		f.runs = map[string]map[string]string{}
+		f.runs = map[string]*runMeta{}
 	}
-	f.runs[run] = meta
+	f.runs[run] = m
 }
 
 // prefetched returns, for each message of a batch that is a fresh exec
 // token of a run whose meta is kept (with the token's generation), or whose
 // meta the token itself tells (told, which may return nil), what prefetch
 // would have read for it; the other messages need their pre-read.
-func (f *freshness) prefetched(res []redis.XStream, told func(*Token) map[string]string) map[string]*prefetched {
+func (f *freshness) prefetched(res []redis.XStream, told func(*Token) *runMeta) map[string]*prefetched {
 	out := map[string]*prefetched{}
 	if !f.known.Load() {
 		return out
@@ -117,14 +117,14 @@ func (f *freshness) prefetched(res []redis.XStream, told func(*Token) map[string
 			if l, ok := f.live[p.tok.Run]; !fresh && (!ok || l.gen != p.tok.Gen || local-l.ms > win || local < l.ms) {
 				continue
 			}
-			meta := f.runs[p.tok.Run]
-			if meta == nil && told != nil {
-				meta, p.told = told(&p.tok), true
+			rm := f.runs[p.tok.Run]
+			if rm == nil && told != nil {
+				rm, p.told = told(&p.tok), true
 			}
-			if meta == nil || meta["gen"] != strconv.Itoa(p.tok.Gen) {
+			if rm == nil || rm.Gen != p.tok.Gen {
 				continue
 			}
-			p.meta = meta
+			p.m = rm
 			out[msgKey(s.Stream, m.ID)] = p
 		}
 	}

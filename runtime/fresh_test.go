@@ -18,8 +18,8 @@ func TestFreshness(t *testing.T) {
 	var f freshness
 	f.known.Store(true)
 	f.offset.Store(-2000) // the server's clock is 2 s behind the worker's
-	f.remember("r1", map[string]string{"status": "running", "gen": "0", "ir": "x"})
-	f.remember("r2", map[string]string{"status": "running", "gen": "1"})
+	f.remember("r1", &runMeta{ID: "r1", Status: RunRunning, Gen: 0, IR: "x"})
+	f.remember("r2", &runMeta{ID: "r2", Status: RunRunning, Gen: 1})
 	server := time.Now().UnixMilli() - 2000
 	msg := func(ageMS int64, tok string) redis.XMessage {
 		return redis.XMessage{ID: fmt.Sprintf("%d-0", server-ageMS), Values: map[string]any{"t": tok}}
@@ -51,18 +51,18 @@ func TestFreshness(t *testing.T) {
 				t.Errorf("%s, message %d: skipped %v, want %v", c.name, i, p != nil, c.skip[i])
 				continue
 			}
-			if p != nil && (*p.state != NodeQueued || p.meta["status"] != "running" || p.tok.Run == "" || p.told) {
+			if p != nil && (*p.state != NodeQueued || p.m == nil || p.m.Status != RunRunning || p.m.ID != p.tok.Run || p.told) {
 				t.Errorf("%s: %+v", c.name, p)
 			}
 		}
 	}
 	// A run not kept whose token tells its meta: fresh, it is skipped;
 	// old, or when the token tells nothing, it is not.
-	told := func(tok *Token) map[string]string {
+	told := func(tok *Token) *runMeta {
 		if tok.Graph == "" {
 			return nil
 		}
-		return map[string]string{"status": "running", "gen": fmt.Sprint(tok.Gen), "graph": tok.Graph}
+		return &runMeta{ID: tok.Run, Status: RunRunning, Gen: tok.Gen, Graph: tok.Graph}
 	}
 	withGraph := `{"kind":"exec","run":"r9","node":"a","iter":"","hop":2,"attempt":1,"item":-1,"gen":3,"g":"sha256:x.d","mh":10}`
 	msgs := []redis.XMessage{msg(1, withGraph), msg(60, withGraph), msg(1, exec("r8", 0))}
@@ -70,7 +70,7 @@ func TestFreshness(t *testing.T) {
 		msgs[i].ID = strings.Replace(msgs[i].ID, "-0", fmt.Sprintf("-%d", i), 1)
 	}
 	got := f.prefetched([]redis.XStream{{Stream: "s", Messages: msgs}}, told)
-	if p := got[msgKey("s", msgs[0].ID)]; p == nil || p.meta["graph"] != "sha256:x.d" || p.tok.MaxHops != 10 || !p.told {
+	if p := got[msgKey("s", msgs[0].ID)]; p == nil || p.m.Graph != "sha256:x.d" || p.tok.MaxHops != 10 || !p.told {
 		t.Errorf("a fresh token telling its run's meta: %+v", p)
 	}
 	if got[msgKey("s", msgs[1].ID)] != nil || got[msgKey("s", msgs[2].ID)] != nil {
@@ -194,9 +194,17 @@ func TestTokenMeta(t *testing.T) {
 			if told == nil {
 				t.Fatal("nothing told with the plan and the graph kept")
 			}
-			for k, val := range told {
-				if meta[k] != val {
-					t.Errorf("general %v: told %s=%q, the meta has %q", general, k, val, meta[k])
+			want, err := parseMeta(run, meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct{ what, told, meta any }{
+				{"status", told.Status, want.Status}, {"gen", told.Gen, want.Gen}, {"ir", told.IR, want.IR},
+				{"graph", told.Graph, want.Graph}, {"queues", strings.Join(told.Queues, ","), strings.Join(want.Queues, ",")},
+				{"workflow", told.Workflow, want.Workflow}, {"max_hops", told.MaxHops, want.MaxHops}, {"id", told.ID, want.ID},
+			} {
+				if c.told != c.meta {
+					t.Errorf("general %v: told %s=%v, the meta has %v", general, c.what, c.told, c.meta)
 				}
 			}
 			if meta["queues"] != "default,aaa,gpu" {

@@ -79,10 +79,12 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: f.q, ID: id}, strm: stream, poison: f.poison, pre: pre, give: give}
 	var m *runMeta
 	var err error
-	if pre != nil {
+	if pre != nil && pre.m != nil {
+		m = pre.m
+	} else if pre != nil {
 		m, err = parseMeta(tok.Run, pre.meta)
-		if err == nil && m.Status == RunRunning && !pre.told {
-			w.fresh.remember(tok.Run, pre.meta)
+		if err == nil && m.Status == RunRunning {
+			w.fresh.remember(tok.Run, m)
 		}
 	} else {
 		m, err = w.st.meta(ctx, tok.Run)

@@ -91,7 +91,7 @@ type store struct {
 // then the others of its nodes and compensations, sorted).
 type graphQueues struct {
 	node map[string]string
-	run  string // comma-separated
+	list []string
 }
 
 func newStore(rdb, blk redis.UniversalClient, ks keyspace) (*store, error) {
@@ -355,7 +355,7 @@ func (s *store) graphQueues(ctx context.Context, key string) (*graphQueues, erro
 			}
 		}
 	}
-	gq.run = strings.Join(append([]string{ControlQueue}, slices.Sorted(maps.Keys(others))...), ",")
+	gq.list = append([]string{ControlQueue}, slices.Sorted(maps.Keys(others))...)
 	s.mu.Lock()
 	if len(s.queues) > 1000 {
 		clear(s.queues)

@@ -353,8 +353,7 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 	deferTimer.Stop()
 	defer deferTimer.Stop()
 	// waiting: the last read filled every slot it had, so more messages
-	// are probably waiting and the next read need not block: take reads
-	// them with what handling them reads first, in one round trip.
+	// are probably waiting and the next read need not block.
 	waiting := false
 	for ctx.Err() == nil {
 		n := w.acquire(ctx, w.opts.Batch)
@@ -432,7 +431,7 @@ func (w *Worker) readArgs(streamArgs []string, n int, block time.Duration) *redi
 // worker keeps (the plan of the graph's IR, the graph's queues), without
 // reading Redis: for a node without expressions, which needs neither the
 // run's inputs nor anything else of its meta. Else nil (pre-read).
-func (w *Worker) tokenMeta(tok *Token) map[string]string {
+func (w *Worker) tokenMeta(tok *Token) *runMeta {
 	dot := strings.LastIndexByte(tok.Graph, '.')
 	if dot <= 0 || tok.MaxHops < 0 {
 		return nil
@@ -441,9 +440,9 @@ func (w *Worker) tokenMeta(tok *Token) map[string]string {
 	if p == nil || p.nodes[tok.Node] == nil || p.hasExprs(tok.Node) {
 		return nil
 	}
-	return map[string]string{
-		"status": RunRunning, "gen": strconv.Itoa(tok.Gen), "ir": p.hash, "graph": tok.Graph,
-		"queues": gq.run, "workflow": p.w.Name, "max_hops": strconv.Itoa(tok.MaxHops),
+	return &runMeta{
+		ID: tok.Run, Status: RunRunning, Gen: tok.Gen, IR: p.hash, Graph: tok.Graph,
+		Queues: gq.list, Workflow: p.w.Name, MaxHops: tok.MaxHops,
 	}
 }
 
@@ -558,9 +557,10 @@ func (w *Worker) streams(shard int) []string {
 // prefetched is what a worker reads for a message before handling it.
 type prefetched struct {
 	tok   Token             // the message's token, decoded once
-	meta  map[string]string // the run's meta hash
+	meta  map[string]string // the run's meta hash, as read
+	m     *runMeta          // or the run's meta, decoded (kept or told)
 	state *string           // exec tokens: the execution's state ("" if none)
-	// told: meta is what the token told of its run (Worker.tokenMeta),
+	// told: m is what the token told of its run (Worker.tokenMeta),
 	// enough for its own execution only; it is not kept for others.
 	told bool
 }

@@ -339,7 +339,7 @@ func TestDispatchRead(t *testing.T) {
 		w := v.e.NewWorker(WorkerOptions{Handlers: v.reg, Concurrency: 2})
 		w.work = make(chan *flight, 10)
 		w.fresh.known.Store(true) // the same clock as the server's
-		kept := map[string]string{"status": RunRunning, "gen": "0", "kept": "yes"}
+		kept := &runMeta{ID: run, Status: RunRunning, Gen: 0, Workflow: "kept"}
 		w.fresh.remember(run, kept)
 		now := time.Now().UnixMilli()
 		tok := `{"kind":"exec","run":"` + run + `","node":"a","iter":"","hop":1,"attempt":1,"item":-1,"gen":0}`
@@ -363,10 +363,10 @@ func TestDispatchRead(t *testing.T) {
 				return nil
 			}
 		}
-		if f := next(); !strings.HasSuffix(f.m.ID, "-2") || f.pre == nil || f.pre.meta["kept"] != "yes" || *f.pre.state != NodeQueued {
+		if f := next(); !strings.HasSuffix(f.m.ID, "-2") || f.pre == nil || f.pre.m != kept || *f.pre.state != NodeQueued {
 			t.Errorf("first dispatched: %s %+v, want the fresh token with the kept meta", f.m.ID, f.pre)
 		}
-		if f := next(); !strings.HasSuffix(f.m.ID, "-1") || f.pre == nil || f.pre.meta["ir"] == "" || f.pre.meta["kept"] != "" || f.pre.state == nil || *f.pre.state != NodeQueued {
+		if f := next(); !strings.HasSuffix(f.m.ID, "-1") || f.pre == nil || f.pre.meta["ir"] == "" || f.pre.m != nil || f.pre.state == nil || *f.pre.state != NodeQueued {
 			t.Errorf("second dispatched: %s %+v, want the old token with the meta read from Redis", f.m.ID, f.pre)
 		}
 		select {

@@ -28,7 +28,7 @@ if n ~= math.floor(n) or not mq or not KEYS[8 + 2 * mq] or not ctl or not KEYS[9
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
-local m = redis.call('HMGET', META, 'status', 'gen', 'counter', 'retention', 'graph', 'max_hops')
+local m = redis.call('HMGET', META, 'status', 'gen', 'counter', 'retention', 'graph', 'max_hops', 'deadline_ms')
 if not m[1] then return 'slow' end
 local GEN = tonumber(m[2])
 local function ack() redis.call('XACK', KEYS[8 + 2 * mq], group, mid) end
@@ -127,12 +127,22 @@ if dc ~= 0 and redis.call('HINCRBY', META, 'counter', dc) == 0 then
     redis.call('HINCRBY', META, 'counter', 1)
   else
     redis.call('HSET', META, 'status', 'completed', 'ended', now)
-    redis.call('ZREM', KEYS[9 + 2 * ctl], '{"kind":"deadline","run":"' .. run .. '","gen":' .. tostring(GEN) .. '}')
+    -- A deadline timer exists only for a run with a deadline.
+    if (tonumber(m[7] or '0') or 0) > 0 then
+      redis.call('ZREM', KEYS[9 + 2 * ctl], '{"kind":"deadline","run":"' .. run .. '","gen":' .. tostring(GEN) .. '}')
+    end
     redis.call('XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now)
     local ret = tonumber(m[4] or '0') or 0
     if ret > 0 then
-      for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8], KEYS[9]}) do
+      for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do
         redis.call('PEXPIRE', k, ret)
+      end
+      -- applied, items and comp exist only for runs that took other
+      -- scripts: one EXISTS saves three calls for the others.
+      if redis.call('EXISTS', KEYS[2], KEYS[8], KEYS[9]) > 0 then
+        for _, k in ipairs({KEYS[2], KEYS[8], KEYS[9]}) do
+          redis.call('PEXPIRE', k, ret)
+        end
       end
     end
   end

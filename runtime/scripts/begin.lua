@@ -30,10 +30,7 @@ end
 if redis.call('EXISTS', META) == 1 then return 'exists' end
 if redis.call('HEXISTS', GRAPH, '_') == 0 then return 'slow' end
 
--- Writes, in start.lua's order.
-redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', ARGV[3], 'graph', ARGV[4],
-  'queues', ARGV[5], 'workflow', ARGV[6], 'inputs', ARGV[7], 'created', now,
-  'deadline_ms', ARGV[8], 'max_hops', ARGV[10], 'max_fanout', ARGV[11], 'retention', ARGV[12])
+-- Writes: what start.lua writes (the counter at once, not added after).
 local dc, nexts = 0, {}
 for _, e in ipairs(entries) do
   if redis.call('HEXISTS', STATE, e.id) == 0 then
@@ -44,6 +41,9 @@ for _, e in ipairs(entries) do
     dc = dc + 1
   end
 end
+redis.call('HSET', META, 'status', 'running', 'counter', dc, 'gen', 0, 'ir', ARGV[3], 'graph', ARGV[4],
+  'queues', ARGV[5], 'workflow', ARGV[6], 'inputs', ARGV[7], 'created', now,
+  'deadline_ms', ARGV[8], 'max_hops', ARGV[10], 'max_fanout', ARGV[11], 'retention', ARGV[12])
 -- One event: the entries it queued are in its field next (start.lua folds
 -- them the same way).
 local ev = {'XADD', EVENTS, '*', 'type', 'run.started', 'ts', now}
@@ -62,5 +62,4 @@ redis.call(unpack(ev))
 if tonumber(ARGV[8]) > 0 then
   redis.call('ZADD', KEYS[9 + 2 * ctl], ARGV[9], '{"kind":"deadline","run":"' .. run .. '","gen":0}')
 end
-redis.call('HINCRBY', META, 'counter', dc)
 return 'ok'

@@ -16,17 +16,18 @@ const freshWindow = 10 * time.Millisecond
 
 // freshness lets a worker skip the pre-read of a message (a round trip
 // before its handler starts) when it is an exec token that was written
-// moments ago
-// — the script that wrote it had just checked that the run was running and
-// queued the execution, which is what the pre-read checks — for a run
-// whose meta the worker keeps from an earlier token (the meta that matters
-// to a worker does not change while a run runs, but for its status and
-// generation), or whose meta the token tells: the scripts copy the run's
-// graph and hop limit into exec tokens, and the rest of what running a
-// node without expressions needs comes from the plan and the graph, when
-// the worker keeps them (Worker.tokenMeta). This is what a read delivers while runs move along their
-// nodes, and it removes a round trip from every such hop; only the other
-// messages of a batch are pre-read.
+// moments ago — the script that wrote it had just checked that the run was
+// running and queued the execution, which is what the pre-read checks — or
+// one of a run that the worker's own transition script found running
+// moments ago (confirm), for a run whose meta the worker keeps from an
+// earlier token (the meta that matters to a worker does not change while a
+// run runs, but for its status and generation) or whose meta the token
+// tells: the scripts copy the run's graph and hop limit into exec tokens,
+// and the rest of what running a node without expressions needs comes from
+// the plan and the graph, when the worker keeps them (Worker.tokenMeta).
+// This is what a read delivers while runs move along their nodes, and it
+// removes a round trip from every such hop; only the other messages of a
+// batch are pre-read.
 //
 // How old a token is, is told by its message id (the Redis server's clock,
 // in ms) against the worker's clock corrected by the offset to the

@@ -496,9 +496,21 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 		if len(unread) > 0 {
 			maps.Copy(pre, w.prefetch(hctx, unread))
 		}
-		for _, l := range rest {
+		for i, l := range rest {
 			if !l.slot {
-				w.sem <- struct{}{}
+				select {
+				case w.sem <- struct{}{}:
+				case <-hctx.Done():
+					// The worker stops: what it has not handed on goes
+					// back to its queue.
+					for _, r := range rest[i:] {
+						if !r.slot {
+							raw, _ := r.m.Values["t"].(string)
+							w.release(w.ks.stream(shard, r.q), r.m.ID, raw)
+						}
+					}
+					return
+				}
 			}
 			w.dispatchN(hctx, shard, l.q, l.m, 0, pre[l.key])
 		}
@@ -806,20 +818,27 @@ func (w *Worker) handle(hctx context.Context, f *flight) {
 		defer cancel()
 		w.st.rdb.XAck(ctx, stream, Group, m.ID)
 	case errors.Is(err, errAbandon) || hctx.Err() != nil:
-		if w.opts.crash {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if rerr := w.st.scripts["release"].Run(ctx, w.st.rdb, []string{stream}, Group, m.ID, raw).Err(); rerr != nil {
-			w.log.Warn("wfc worker: releasing a message; it will be claimed after the visibility timeout", "id", m.ID, "err", rerr)
-		} else {
-			w.released.Add(1)
-		}
+		w.release(stream, m.ID, raw)
 	default:
 		// Left pending: XAUTOCLAIM hands it to a worker after the
 		// visibility timeout.
 		w.log.Warn("wfc worker: handling a message failed; it will be retried", "stream", stream, "id", m.ID, "err", err)
+	}
+}
+
+// release gives a message the worker will not handle back to its queue
+// (the release script), unless it crashes (a test mode): else it stays
+// pending until another worker claims it after the visibility timeout.
+func (w *Worker) release(stream, id, raw string) {
+	if w.opts.crash {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.st.scripts["release"].Run(ctx, w.st.rdb, []string{stream}, Group, id, raw).Err(); err != nil {
+		w.log.Warn("wfc worker: releasing a message; it will be claimed after the visibility timeout", "id", id, "err", err)
+	} else {
+		w.released.Add(1)
 	}
 }
 

@@ -380,3 +380,54 @@ func TestDispatchRead(t *testing.T) {
 		}
 	})
 }
+
+// A stopping worker gives a message that waits for a slot back to its
+// queue instead of leaving it pending until the visibility timeout.
+func TestDispatchReadReleasesOnStop(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		flow := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "noop")}})
+		v.submit(flow, nil) // two entry tokens
+		w := v.e.NewWorker(WorkerOptions{Handlers: v.reg, Concurrency: 1})
+		w.work = make(chan *flight, 10)
+		stream := v.e.st.ks.stream(0, ControlQueue)
+		if err := w.ensureGroups(v.ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, err := v.e.st.rdb.XReadGroup(v.ctx, w.readArgs(w.readStreams[0], 2, -1)).Result()
+		if err != nil || len(res) != 1 || len(res[0].Messages) != 2 {
+			t.Fatalf("read %v, %v", res, err)
+		}
+		hctx, stop := context.WithCancel(v.ctx)
+		w.sem <- struct{}{} // the caller's one slot
+		w.dispatchRead(hctx, 0, res, 1)
+		select {
+		case <-w.work:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the first message was not dispatched")
+		}
+		stop() // the second still waits for a slot
+		second := res[0].Messages[1]
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			p, err := v.e.st.rdb.XPendingExt(v.ctx, &redis.XPendingExtArgs{Stream: stream, Group: Group, Start: second.ID, End: second.ID, Count: 1}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the waiting message is still pending after the stop")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		msgs, err := v.e.st.rdb.XRange(v.ctx, stream, "("+second.ID, "+").Result()
+		if err != nil || len(msgs) != 1 || msgs[0].Values["t"] != second.Values["t"] {
+			t.Errorf("queued again: %v, %v; want the token %v", msgs, err, second.Values["t"])
+		}
+		if w.released.Load() != 1 {
+			t.Errorf("%d released", w.released.Load())
+		}
+	})
+}

@@ -447,9 +447,10 @@ func (w *Worker) tokenMeta(tok *Token) *runMeta {
 }
 
 // dispatchRead hands the messages of a read to handlers and returns how
-// many there were. The caller holds n slots for them. A message with what
-// handling it reads first — a fresh exec token of a run the worker keeps
-// (freshness) — goes at once; the others are pre-read together, in one
+// many there were. The caller holds n slots for them. A message whose
+// pre-read freshness lets it skip (an exec token of a run known to be
+// running moments ago, whose meta the worker keeps or the token tells)
+// goes at once; the others are pre-read together, in one
 // pipelined round trip, by a goroutine that then dispatches them, so that
 // the caller (the read loop, or the leader of a completion pipeline) does
 // not wait for it. A read of several streams may bring more than n
@@ -555,15 +556,6 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int
 	}
 	w.releaseSlots(t.extra - max(0, used-k))
 	return min(used, k)
-}
-
-// streams returns the stream keys of the worker's queues on a shard.
-func (w *Worker) streams(shard int) []string {
-	out := make([]string, len(w.opts.Queues))
-	for i, q := range w.opts.Queues {
-		out[i] = w.ks.stream(shard, q)
-	}
-	return out
 }
 
 // prefetched is what a worker reads for a message before handling it.

@@ -26,50 +26,50 @@ var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "f
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
 // heartbeat, release), or, as the fast paths of complete and start
-// (advance, begin), on the run KEYS with positional arguments.
+// (advance, begin), on the run KEYS with positional arguments and only
+// step.lua before them.
 var streamScripts = []string{"promote", "heartbeat", "release", "advance", "begin"}
 
+// preludes are the files a script's body follows, by script: step.lua
+// (what every script writing a run's steps shares) and lib.lua.
+func preludes(name string) []string {
+	switch {
+	case slices.Contains(runScripts, name):
+		return []string{"step", "lib"}
+	case name == "advance" || name == "begin":
+		return []string{"step"}
+	}
+	return nil
+}
+
 func loadScripts() (map[string]*redis.Script, error) {
-	lib, err := scriptFS.ReadFile("scripts/lib.lua")
-	if err != nil {
-		return nil, err
-	}
 	m := map[string]*redis.Script{}
-	for _, name := range runScripts {
-		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
+	for _, name := range slices.Concat(runScripts, streamScripts) {
+		src, err := ScriptSource(name)
 		if err != nil {
 			return nil, err
 		}
-		m[name] = redis.NewScript(string(lib) + "\n" + string(body))
-	}
-	for _, name := range streamScripts {
-		body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-		if err != nil {
-			return nil, err
-		}
-		m[name] = redis.NewScript(string(body))
+		m[name] = redis.NewScript(src)
 	}
 	return m, nil
 }
 
 // ScriptSource returns the Lua source of a script as the runtime loads it
-// (for run scripts: lib.lua followed by the script's body), so that workers
-// in other languages can load exactly the same code.
+// (its preludes, then its body), so that workers in other languages can
+// load exactly the same code.
 func ScriptSource(name string) (string, error) {
-	lib, err := scriptFS.ReadFile("scripts/lib.lua")
-	if err != nil {
-		return "", err
-	}
-	body, err := scriptFS.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
+	if !slices.Contains(runScripts, name) && !slices.Contains(streamScripts, name) {
 		return "", fmt.Errorf("runtime: no script %q", name)
 	}
-	for _, r := range runScripts {
-		if r == name {
-			return string(lib) + "\n" + string(body), nil
+	var parts []string
+	for _, f := range append(preludes(name), name) {
+		b, err := scriptFS.ReadFile("scripts/" + f + ".lua")
+		if err != nil {
+			return "", err
 		}
+		parts = append(parts, string(b))
 	}
-	return string(body), nil
+	return strings.Join(parts, "\n"), nil
 }
 
 // store is the runtime's access to Redis: one client for commands and

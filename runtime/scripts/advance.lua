@@ -6,7 +6,7 @@
 -- worker decides this from the graph. The script writes exactly what
 -- complete.lua writes for such a node — state, output, events, join
 -- arrivals, tokens, counter, and the end of the run when no work is left —
--- without lib.lua's prologue and without JSON to decode, and with fewer
+-- without lib.lua's prologue (only step.lua's) and without JSON to decode, and with fewer
 -- commands (one read and one write of the state hash, and of each join's
 -- fields). When the run is unknown, or the counter
 -- would go below zero, it returns 'slow' before any write and the worker
@@ -83,24 +83,11 @@ redis.call(unpack(sets))
 redis.call('HSET', CTX, node, out)
 -- One event: the executions it queues are in its field next, with their
 -- hop (complete.lua folds them the same way).
-local ev = {'XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now}
-if dc ~= 0 then
-  ev[#ev + 1] = 'dc'
-  ev[#ev + 1] = tostring(dc)
-end
-ev[#ev + 1] = 'x'
-ev[#ev + 1] = node
-ev[#ev + 1] = 'output'
-ev[#ev + 1] = out
 local nexts = {}
 for _, s in ipairs(succ) do
   if s.queue then nexts[#nexts + 1] = s.id .. ':' .. nh end
 end
-if #nexts > 0 then
-  ev[#ev + 1] = 'next'
-  ev[#ev + 1] = table.concat(nexts, ',')
-end
-redis.call(unpack(ev))
+stepevent(EVENTS, 'node.completed', now, dc, {'x', node, 'output', out}, nexts)
 for _, s in ipairs(succ) do
   if s.nin > 0 and not s.dup then
     local js = {'HSET', JOINS, s.arrival, '1', s.id .. '|#n', s.count, s.id .. '|#r', s.real}
@@ -111,9 +98,8 @@ for _, s in ipairs(succ) do
     redis.call(unpack(js))
   end
   if s.queue then
-    redis.call('XADD', KEYS[8 + 2 * s.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. s.id ..
-      '","iter":"","hop":' .. nh .. ',"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. ',"g":"' .. (m[5] or '') ..
-      '","mh":' .. tostring(tonumber(m[6] or '0') or 0) .. '}')
+    redis.call('XADD', KEYS[8 + 2 * s.q], '*', 't',
+      tokenjson('exec', run, s.id, '', nh, 1, -1, GEN, m[5] or '', tonumber(m[6] or '0') or 0))
   end
 end
 ack()
@@ -121,9 +107,8 @@ ack()
 -- when it has outputs to evaluate.
 if dc ~= 0 and redis.call('HINCRBY', META, 'counter', dc) == 0 then
   if outputs then
-    redis.call('XADD', KEYS[8 + 2 * ctl], '*', 't', '{"kind":"finish","run":"' .. run ..
-      '","node":"","iter":"","hop":0,"attempt":1,"item":-1,"gen":' .. tostring(GEN) .. '}')
-    redis.call('XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, 'dc', '1')
+    redis.call('XADD', KEYS[8 + 2 * ctl], '*', 't', tokenjson('finish', run, '', '', 0, 1, -1, GEN))
+    stepevent(EVENTS, 'run.finishing', now, 1, {})
     redis.call('HINCRBY', META, 'counter', 1)
   else
     redis.call('HSET', META, 'status', 'completed', 'ended', now)
@@ -131,7 +116,7 @@ if dc ~= 0 and redis.call('HINCRBY', META, 'counter', dc) == 0 then
     if (tonumber(m[7] or '0') or 0) > 0 then
       redis.call('ZREM', KEYS[9 + 2 * ctl], '{"kind":"deadline","run":"' .. run .. '","gen":' .. tostring(GEN) .. '}')
     end
-    redis.call('XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now)
+    stepevent(EVENTS, 'run.completed', now, 0, {})
     local ret = tonumber(m[4] or '0') or 0
     if ret > 0 then
       for _, k in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do

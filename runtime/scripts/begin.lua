@@ -3,7 +3,7 @@
 -- The submitter decides this from the plan. The script writes exactly what
 -- start.lua writes — the run's meta, its run.started event (with the
 -- entries it queued), a state and a token per entry, the deadline timer, the counter
--- — without lib.lua's prologue and without JSON to decode. When the graph
+-- — without lib.lua's prologue (only step.lua's) and without JSON to decode. When the graph
 -- is not stored it returns 'slow' before any write and the submitter calls
 -- start, which says why.
 -- KEYS: as for the run scripts (lib.lua).
@@ -15,7 +15,6 @@
 local META, STATE, EVENTS, GRAPH = KEYS[1], KEYS[3], KEYS[6], KEYS[7]
 local run, now = ARGV[1], ARGV[2]
 local ctl = tonumber(ARGV[13])
-local mh = tostring(tonumber(ARGV[10]) or 0)
 local n = (#ARGV - 13) / 2
 if n < 1 or n ~= math.floor(n) or not ctl or not KEYS[9 + 2 * ctl] then
   return redis.error_reply('ERR wfc: bad begin call')
@@ -35,8 +34,8 @@ local dc, nexts = 0, {}
 for _, e in ipairs(entries) do
   if redis.call('HEXISTS', STATE, e.id) == 0 then
     redis.call('HSET', STATE, e.id, 'queued', 'hop|' .. e.id, '1')
-    redis.call('XADD', KEYS[8 + 2 * e.q], '*', 't', '{"kind":"exec","run":"' .. run .. '","node":"' .. e.id ..
-      '","iter":"","hop":1,"attempt":1,"item":-1,"gen":0,"g":"' .. ARGV[4] .. '","mh":' .. mh .. '}')
+    redis.call('XADD', KEYS[8 + 2 * e.q], '*', 't',
+      tokenjson('exec', run, e.id, '', 1, 1, -1, 0, ARGV[4], tonumber(ARGV[10]) or 0))
     nexts[#nexts + 1] = e.id .. ':1'
     dc = dc + 1
   end
@@ -46,19 +45,7 @@ redis.call('HSET', META, 'status', 'running', 'counter', dc, 'gen', 0, 'ir', ARG
   'deadline_ms', ARGV[8], 'max_hops', ARGV[10], 'max_fanout', ARGV[11], 'retention', ARGV[12])
 -- One event: the entries it queued are in its field next (start.lua folds
 -- them the same way).
-local ev = {'XADD', EVENTS, '*', 'type', 'run.started', 'ts', now}
-if dc ~= 0 then
-  ev[#ev + 1] = 'dc'
-  ev[#ev + 1] = tostring(dc)
-end
-for _, f in ipairs({'ir', ARGV[3], 'workflow', ARGV[6], 'inputs', ARGV[7]}) do
-  ev[#ev + 1] = f
-end
-if #nexts > 0 then
-  ev[#ev + 1] = 'next'
-  ev[#ev + 1] = table.concat(nexts, ',')
-end
-redis.call(unpack(ev))
+stepevent(EVENTS, 'run.started', now, dc, {'ir', ARGV[3], 'workflow', ARGV[6], 'inputs', ARGV[7]}, nexts)
 if tonumber(ARGV[8]) > 0 then
   redis.call('ZADD', KEYS[9 + 2 * ctl], ARGV[9], '{"kind":"deadline","run":"' .. run .. '","gen":0}')
 end

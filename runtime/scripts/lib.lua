@@ -1,5 +1,5 @@
 -- lib.lua: the prologue shared by every run script (docs/runtime.md,
--- "Script contract"). Each script is this file followed by its own body.
+-- "Script contract"). Each script is step.lua, this file and its own body.
 --
 -- KEYS: 1 meta, 2 applied, 3 state, 4 ctx, 5 joins, 6 events, 7 graph,
 --       8 items, 9 comp, then for each queue i of A.queues:
@@ -15,9 +15,8 @@ local META, APPLIED, STATE, CTX, JOINS, EVENTS, GRAPH, ITEMS, COMP =
 local A = cjson.decode(ARGV[1])
 local RUN, NOW, GROUP = A.run, A.now, A.group
 local GEN = 0
--- GSFX, MAXHOPS: the run's graph suffix and hop limit (meta fields graph
--- and max_hops), which exec tokens carry so that a worker can run a fresh
--- one without reading the run's meta first.
+-- GSFX, MAXHOPS: the run's graph suffix and hop limit, which exec tokens
+-- carry (step.lua).
 local GSFX, MAXHOPS = '', 0
 -- RET: the run's retention in ms (meta field retention, set by start);
 -- 0 keeps its keys forever.
@@ -108,16 +107,6 @@ end
 
 -- DC accumulates the counter delta of this script; settle() applies it.
 local DC = 0
-local function emit(typ, dc, extra)
-  local args = {'XADD', EVENTS, '*', 'type', typ, 'ts', NOW}
-  if dc ~= 0 then
-    args[#args + 1] = 'dc'
-    args[#args + 1] = tostring(dc)
-  end
-  for i = 1, #extra do args[#args + 1] = tostring(extra[i]) end
-  redis.call(unpack(args))
-end
-
 -- FOLD is set while a step folds the executions it queues into its own
 -- event (node.completed, run.started): its field next lists them
 -- ("x:hop,..."), instead of a node.queued event each — one stream entry
@@ -131,7 +120,7 @@ local function event(typ, dc, ...)
     FOLD.buf[#FOLD.buf + 1] = {typ, dc, {...}}
     return
   end
-  emit(typ, dc, {...})
+  stepevent(EVENTS, typ, NOW, dc, {...})
 end
 
 local function fold(typ, dc, ...)
@@ -142,24 +131,12 @@ end
 local function unfold()
   local f = FOLD
   FOLD = nil
-  if #f.next > 0 then
-    f.extra[#f.extra + 1] = 'next'
-    f.extra[#f.extra + 1] = table.concat(f.next, ',')
-  end
-  emit(f.typ, f.dc + #f.next, f.extra)
-  for _, e in ipairs(f.buf) do emit(e[1], e[2], e[3]) end
+  stepevent(EVENTS, f.typ, NOW, f.dc + #f.next, f.extra, f.next)
+  for _, e in ipairs(f.buf) do stepevent(EVENTS, e[1], NOW, e[2], e[3]) end
 end
 
--- token builds a queue message. Ids and iteration vectors never need JSON
--- escaping (the runtime checks run and node ids).
 local function token(kind, n, vec, hop, attempt, item)
-  local t = '{"kind":"' .. kind .. '","run":"' .. RUN .. '","node":"' .. n .. '","iter":"' .. vec ..
-    '","hop":' .. tostring(hop) .. ',"attempt":' .. tostring(attempt) .. ',"item":' .. tostring(item) ..
-    ',"gen":' .. tostring(GEN)
-  if kind == 'exec' then
-    return t .. ',"g":"' .. GSFX .. '","mh":' .. tostring(MAXHOPS) .. '}'
-  end
-  return t .. '}'
+  return tokenjson(kind, RUN, n, vec, hop, attempt, item, GEN, GSFX, MAXHOPS)
 end
 
 local function deadline_member()

@@ -92,44 +92,13 @@ func (k keyspace) timers(shard int, queue string) string { return k.tag(shard) +
 func (k keyspace) ir(hash string) string { return k.prefix + ":ir:" + hash }
 
 // scriptKeys returns KEYS for a run script: the nine run keys, then a stream
-// and a timers key for each of the run's queues. It is called for every
-// transition, so the keys are cut from one string rather than built one
-// by one (a twelfth of a worker's CPU went to building them).
+// and a timers key for each of the run's queues.
 func (k keyspace) scriptKeys(run, graphSuffix string, queues []string) []string {
-	tag := k.tag(k.shard(run))
-	names := [...]string{"meta", "applied", "state", "ctx", "joins", "events", "", "items", "comp"}
-	n := 9 + 2*len(queues)
-	size := 9*(len(tag)+len(":run:")+len(run)+len(":")+len("applied")) + len(tag) + len(":graph:") + len(graphSuffix)
+	s := k.shard(run)
+	keys := k.runKeys(run)
+	keys[6] = k.graph(s, graphSuffix)
 	for _, q := range queues {
-		size += 2*len(tag) + len(":q:") + len(":timers:") + 2*len(q)
-	}
-	buf := make([]byte, 0, size)
-	ends := make([]int, n)
-	for i, name := range names {
-		buf = append(buf, tag...)
-		if i == 6 {
-			buf = append(buf, ":graph:"...)
-			buf = append(buf, graphSuffix...)
-		} else {
-			buf = append(buf, ":run:"...)
-			buf = append(buf, run...)
-			buf = append(buf, ':')
-			buf = append(buf, name...)
-		}
-		ends[i] = len(buf)
-	}
-	for i, q := range queues {
-		buf = append(append(append(buf, tag...), ":q:"...), q...)
-		ends[9+2*i] = len(buf)
-		buf = append(append(append(buf, tag...), ":timers:"...), q...)
-		ends[10+2*i] = len(buf)
-	}
-	all := string(buf)
-	keys := make([]string, n)
-	start := 0
-	for i, end := range ends {
-		keys[i] = all[start:end]
-		start = end
+		keys = append(keys, k.stream(s, q), k.timers(s, q))
 	}
 	return keys
 }

@@ -252,9 +252,6 @@ func Replay(run string, events []Event) (*Status, error) {
 		case "run.started":
 			st.State, st.IR, st.Workflow, st.Created = RunRunning, f["ir"], f["workflow"], ev.Time
 			st.Inputs = json.RawMessage(f["inputs"])
-		case "node.queued":
-			n, vec := splitExecKey(x)
-			st.Nodes[x] = &NodeStatus{Node: n, Iter: vec, State: NodeQueued}
 		case "node.expanded":
 			node(x).State = NodeRunning
 		case "node.completed":
@@ -289,11 +286,10 @@ func Replay(run string, events []Event) (*Status, error) {
 		case "comp.done":
 			st.Compensation = "done"
 		}
-		if ev.Type != "node.queued" {
-			for _, x := range ev.Queued() {
-				n, vec := splitExecKey(x)
-				st.Nodes[x] = &NodeStatus{Node: n, Iter: vec, State: NodeQueued}
-			}
+		// node.queued, or the executions a step queued with it.
+		for _, q := range ev.Queued() {
+			n, vec := splitExecKey(q)
+			st.Nodes[q] = &NodeStatus{Node: n, Iter: vec, State: NodeQueued}
 		}
 	}
 	return st, nil

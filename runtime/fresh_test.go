@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -215,4 +216,26 @@ func TestTokenMeta(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Only the transition scripts that apply to a running run alone confirm
+// it running when they reply ok.
+func TestConfirmingScripts(t *testing.T) {
+	w := &Worker{log: slog.New(slog.DiscardHandler)}
+	for _, c := range []struct {
+		script, reply string
+		live          bool
+	}{
+		{"advance", "ok", true}, {"complete", "ok", true}, {"retry", "ok", true},
+		{"expand", "ok", true}, {"itemdone", "ok", true},
+		{"complete", "failed", false}, {"advance", "inactive", false}, {"complete", "dup", false},
+		{"finish", "ok", false}, {"abort", "ok", false}, {"compdone", "ok", false}, {"cancel", "ok", false},
+	} {
+		w.fresh.live = nil
+		j := &job{w: w, tok: Token{Run: "r", Gen: 2}}
+		j.counted(c.script, c.reply)
+		if l, ok := w.fresh.live["r"]; ok != c.live || ok && l.gen != 2 {
+			t.Errorf("%s replying %s: confirmed %v (%+v), want %v", c.script, c.reply, ok, l, c.live)
+		}
+	}
 }

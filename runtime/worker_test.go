@@ -354,6 +354,11 @@ func TestDispatchRead(t *testing.T) {
 		if got := w.dispatchRead(v.ctx, 0, res, 2); got != 3 {
 			t.Fatalf("dispatchRead: %d messages, want 3", got)
 		}
+		// A handler counts as running from its dispatch (the read loop's
+		// deferral depends on it), before any handler goroutine took it.
+		if a := w.act[0].active.Load(); a < 1 {
+			t.Errorf("%d handlers running after a dispatch", a)
+		}
 		next := func() *flight {
 			select {
 			case f := <-w.work:

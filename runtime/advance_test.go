@@ -101,7 +101,7 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 					}
 					logs[i] = strings.Join(lines, "\n")
 					var hs []string
-					for _, k := range []string{v.e.st.ks.state(st.RunID), v.e.st.ks.ctx(st.RunID), v.e.st.ks.runKeys(st.RunID)[4]} {
+					for _, k := range []string{v.e.st.ks.state(st.RunID), v.e.st.ks.items(st.RunID)} {
 						h, err := v.e.st.rdb.HGetAll(v.ctx, k).Result()
 						if err != nil {
 							t.Fatal(err)
@@ -149,4 +149,23 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStateIsHashtable: a run's state hash is a hashtable from the start,
+// whether begin or start created it (step.lua, GRAPHFIELD): in a listpack a
+// wide run's every field lookup is a linear scan. Real Redis only: the
+// embedded server has no encodings.
+func TestStateIsHashtable(t *testing.T) {
+	w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "noop", after("a"))}})
+	for _, general := range []bool{false, true} {
+		v := newEnv(t, backends[1], Options{generalOnly: general})
+		run := v.submit(w, nil)
+		enc, err := v.e.st.rdb.ObjectEncoding(v.ctx, v.e.st.ks.state(run)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enc != "hashtable" {
+			t.Errorf("general paths only %v: the state hash of a new run is a %s", general, enc)
+		}
+	}
 }

@@ -226,6 +226,9 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 		sum := sha256.Sum256([]byte(strings.Join(assign, "\n")))
 		qh = hex.EncodeToString(sum[:6])
 	}
+	// The suffix is longer than 64 characters, and must stay so: a run's
+	// state hash holds it to be a hashtable from the start (step.lua,
+	// GRAPHFIELD).
 	p.suffix = hash + "." + qh
 	p.cel = newCELCache(p)
 	return p, nil

@@ -51,21 +51,30 @@ func (k keyspace) shard(run string) int {
 
 func (k keyspace) tag(shard int) string { return k.tags[shard] }
 
-// runKeys returns the fixed keys of a run in script order (KEYS[1..9]).
+// runKeys returns the fixed keys of a run in script order (KEYS[1..7]).
 func (k keyspace) runKeys(run string) []string {
 	base := k.runBase(run)
 	return []string{
-		base + "meta",    // hash: status, counter, gen, ir, graph, inputs, result, error, ...
+		base + "meta",    // hash: status, gen, ir, graph, inputs, result, error, ...
 		base + "applied", // set: operation keys already applied
-		base + "state",   // hash: exec key -> node state; hop|x, err|x, att|x
-		base + "ctx",     // hash: exec key (and node id) -> output JSON
-		base + "joins",   // hash: join arrivals and counts
+		base + "state",   // hash: the run's moving parts: exec key -> node state; hop|x, err|x, att|x, out|x (output); join arrivals and counts; run|counter
 		base + "events",  // stream: the run's event log
 		"",               // graph key, filled in by the caller
 		base + "items",   // hash: for_each items, item states and outputs
 		base + "comp",    // list: compensable exec keys in completion order
 	}
 }
+
+// graphSlot is the index of the graph key in runKeys.
+const graphSlot = 4
+
+// Fields of a run's state hash that are not an execution's state (the
+// scripts write the same names: lib.lua, step.lua).
+const counterField = "run|counter"
+
+// outField is the state hash's field of an execution's (or a node's latest)
+// output.
+func outField(x string) string { return "out|" + x }
 
 // runBase is the start of every key of runKeys; runKey returns one of them.
 func (k keyspace) runBase(run string) string { return k.tag(k.shard(run)) + ":run:" + run + ":" }
@@ -74,7 +83,6 @@ func (k keyspace) runKey(run, name string) string { return k.runBase(run) + name
 
 func (k keyspace) meta(run string) string   { return k.runKey(run, "meta") }
 func (k keyspace) state(run string) string  { return k.runKey(run, "state") }
-func (k keyspace) ctx(run string) string    { return k.runKey(run, "ctx") }
 func (k keyspace) events(run string) string { return k.runKey(run, "events") }
 func (k keyspace) items(run string) string  { return k.runKey(run, "items") }
 
@@ -91,12 +99,12 @@ func (k keyspace) timers(shard int, queue string) string { return k.tag(shard) +
 // never inside a script, so it needs no hash tag.
 func (k keyspace) ir(hash string) string { return k.prefix + ":ir:" + hash }
 
-// scriptKeys returns KEYS for a run script: the nine run keys, then a stream
+// scriptKeys returns KEYS for a run script: the seven run keys, then a stream
 // and a timers key for each of the run's queues.
 func (k keyspace) scriptKeys(run, graphSuffix string, queues []string) []string {
 	s := k.shard(run)
 	keys := k.runKeys(run)
-	keys[6] = k.graph(s, graphSuffix)
+	keys[graphSlot] = k.graph(s, graphSuffix)
 	for _, q := range queues {
 		keys = append(keys, k.stream(s, q), k.timers(s, q))
 	}

@@ -244,7 +244,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if len(j.p.w.Outputs) > 0 {
 		outputs = "1"
 	}
-	args = append(args, j.tok.Node, a.Output, j.tok.Hop, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run, ctl, outputs)
+	args = append(args, j.tok.Node, a.Output, j.tok.Hop+1, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run, ctl, outputs)
 	for _, s := range succ {
 		q := j.ref.queueIndex(queues[s.id])
 		if q == 0 {
@@ -279,7 +279,11 @@ func (j *job) outputs(ids []string) (map[string]string, error) {
 	if len(ids) == 0 {
 		return out, nil
 	}
-	vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.ctx(j.tok.Run), ids...).Result()
+	fields := make([]string, len(ids))
+	for i, id := range ids {
+		fields[i] = outField(id)
+	}
+	vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), fields...).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -725,7 +729,7 @@ func (j *job) compensate() error {
 	if j.poison > 0 {
 		return done(nil, j.poisonErr())
 	}
-	own, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.ctx(j.tok.Run), j.x).Result()
+	own, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), outField(j.x)).Result()
 	if err != nil {
 		if err != redis.Nil {
 			return err

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// runKeyNames names the keys of runKeys (the graph slot, 6, is not a key of
+// runKeyNames names the keys of runKeys (the graph slot is not a key of
 // the run).
-var runKeyNames = []string{"meta", "applied", "state", "ctx", "joins", "events", "", "items", "comp"}
+var runKeyNames = []string{"meta", "applied", "state", "events", "", "items", "comp"}
 
 // ttls returns the PTTL of every run key that exists, by name; with must,
 // the keys every run has must be there.
@@ -19,7 +19,7 @@ func ttls(t *testing.T, e *Engine, run string, must bool) map[string]time.Durati
 	t.Helper()
 	out := map[string]time.Duration{}
 	for i, k := range e.st.ks.runKeys(run) {
-		if i == 6 {
+		if i == graphSlot {
 			continue
 		}
 		d, err := e.st.rdb.PTTL(context.Background(), k).Result()

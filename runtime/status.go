@@ -116,13 +116,12 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	}
 	pipe := s.rdb.Pipeline()
 	stc := pipe.HGetAll(ctx, s.ks.state(run))
-	ctc := pipe.HGetAll(ctx, s.ks.ctx(run))
 	ttl := pipe.PTTL(ctx, s.ks.meta(run))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
 	st := &Status{
-		RunID: run, Workflow: m.Workflow, IR: m.IR, State: m.Status, Gen: m.Gen, Counter: m.Counter,
+		RunID: run, Workflow: m.Workflow, IR: m.IR, State: m.Status, Gen: m.Gen,
 		Nodes: map[string]*NodeStatus{}, Error: m.Error, FailedNode: m.FailedNode, Compensation: m.Comp,
 		Created: msTime(m.Created), Ended: msTime(m.Ended),
 	}
@@ -135,15 +134,16 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	if m.Result != "" {
 		st.Result = json.RawMessage(m.Result)
 	}
-	states, outputs := stc.Val(), ctc.Val()
+	states := stc.Val()
+	st.Counter, _ = strconv.ParseInt(states[counterField], 10, 64)
 	for x, v := range states {
-		if strings.Contains(x, "|") {
+		if strings.Contains(x, "|") { // hop|x, out|x, joins, run|counter: not an execution
 			continue
 		}
 		node, vec := splitExecKey(x)
 		ns := &NodeStatus{Node: node, Iter: vec, State: v}
 		if ns.State == NodeCompleted {
-			if o, ok := outputs[x]; ok {
+			if o, ok := states[outField(x)]; ok {
 				ns.Output = json.RawMessage(o)
 			}
 		}

@@ -256,7 +256,6 @@ type runMeta struct {
 	ID         string
 	Status     string
 	Gen        int
-	Counter    int64
 	IR         string
 	Graph      string
 	Queues     []string
@@ -291,7 +290,7 @@ func parseMeta(run string, h map[string]string) (*runMeta, error) {
 	}
 	i := func(k string) int64 { n, _ := strconv.ParseInt(h[k], 10, 64); return n }
 	m := &runMeta{
-		ID: run, Status: h["status"], Gen: int(i("gen")), Counter: i("counter"), IR: h["ir"], Graph: h["graph"],
+		ID: run, Status: h["status"], Gen: int(i("gen")), IR: h["ir"], Graph: h["graph"],
 		Workflow: h["workflow"], Inputs: h["inputs"], Result: h["result"], Error: h["error"],
 		FailedNode: h["failed_node"], Comp: h["comp"], Created: i("created"), Ended: i("ended"),
 		DeadlineMS: i("deadline_ms"), MaxHops: int(i("max_hops")), MaxFanout: int(i("max_fanout")),

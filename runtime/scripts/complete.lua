@@ -40,8 +40,8 @@ if A.item >= 0 then
 end
 if A.mode == 'ok' then
   redis.call('HSET', STATE, x, 'completed')
-  redis.call('HSET', CTX, x, A.output)
-  if A.iter ~= '' then redis.call('HSET', CTX, A.node, A.output) end
+  redis.call('HSET', STATE, 'out|' .. x, A.output)
+  if A.iter ~= '' then redis.call('HSET', STATE, 'out|' .. A.node, A.output) end
   if g.cq then redis.call('RPUSH', COMP, x) end
   if A.failrun then
     event('node.completed', consumed, 'x', x, 'output', A.output)
@@ -58,7 +58,7 @@ else
 end
 
 if A.failrun then
-  redis.call('HINCRBY', META, 'counter', DC)
+  redis.call('HINCRBY', STATE, COUNTER, DC)
   DC = 0
   failrun(A.error, x)
   ack()

@@ -10,7 +10,7 @@ local op = 'f:' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
 
 redis.call('SADD', APPLIED, op)
-redis.call('HINCRBY', META, 'counter', -1)
+redis.call('HINCRBY', STATE, COUNTER, -1)
 if A.error and A.error ~= '' then
   event('run.outputs_failed', -1, 'error', A.error)
   failrun(A.error, nil)

@@ -1,17 +1,22 @@
 -- lib.lua: the prologue shared by every run script (docs/runtime.md,
 -- "Script contract"). Each script is step.lua, this file and its own body.
 --
--- KEYS: 1 meta, 2 applied, 3 state, 4 ctx, 5 joins, 6 events, 7 graph,
---       8 items, 9 comp, then for each queue i of A.queues:
---       9+2i-1 its stream, 9+2i its timers.
+-- KEYS: 1 meta, 2 applied, 3 state, 4 events, 5 graph, 6 items, 7 comp,
+--       then for each queue i of A.queues: 6+2i its stream, 7+2i its
+--       timers.
+-- The state hash holds a run's moving parts, so that a transition reads
+-- them in one command and writes them in one: execution states (x, hop|x,
+-- err|x, att|x), outputs (out|x), join bookkeeping (x|from|kind, x|#n,
+-- x|#r, x|#f) and the counter (COUNTER).
 -- ARGV[1]: a JSON object A with at least run, now (ms), group, queues.
 --
 -- Rules every script follows: all preconditions are checked before the
 -- first write (a script that errors half-way keeps its writes); every
 -- write is guarded by an operation key in APPLIED or by a state check, so
 -- running a script twice changes nothing.
-local META, APPLIED, STATE, CTX, JOINS, EVENTS, GRAPH, ITEMS, COMP =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local META, APPLIED, STATE, EVENTS, GRAPH, ITEMS, COMP =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local JOINS = STATE
 local A = cjson.decode(ARGV[1])
 local RUN, NOW, GROUP = A.run, A.now, A.group
 local GEN = 0
@@ -24,11 +29,11 @@ local RET = 0
 
 local QI = {}
 for i, q in ipairs(A.queues) do QI[q] = i end
-local function qstream(q) local i = QI[q]; if i then return KEYS[8 + 2 * i] end end
-local function qtimers(q) local i = QI[q]; if i then return KEYS[9 + 2 * i] end end
+local function qstream(q) local i = QI[q]; if i then return KEYS[6 + 2 * i] end end
+local function qtimers(q) local i = QI[q]; if i then return KEYS[7 + 2 * i] end end
 
 -- The keys of the run itself (not the shared graph and queues).
-local RUNKEYS = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[8], KEYS[9]}
+local RUNKEYS = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}
 
 -- endrun: the run has ended (completed, cancelled, or failed with its
 -- compensations done): every key of the run expires after its retention,
@@ -276,14 +281,14 @@ end
 -- once if it has no outputs, else through a finish token that a worker
 -- turns into the run's result.
 local function settle()
-  local c = redis.call('HINCRBY', META, 'counter', DC)
+  local c = redis.call('HINCRBY', STATE, COUNTER, DC)
   DC = 0
   if c ~= 0 then return c end
   local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
   if info.outputs then
     redis.call('XADD', qstream(info.ctl), '*', 't', token('finish', '', '', 0, 1, -1))
     event('run.finishing', 1)
-    redis.call('HINCRBY', META, 'counter', DC)
+    redis.call('HINCRBY', STATE, COUNTER, DC)
     DC = 0
   else
     redis.call('HSET', META, 'status', 'completed', 'ended', NOW)

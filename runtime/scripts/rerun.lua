@@ -26,7 +26,8 @@ end
 table.sort(again, function(a, b) return a[1] < b[1] end)
 
 GEN = GEN + 1
-redis.call('HSET', META, 'status', 'running', 'gen', GEN, 'counter', 0, 'comp', '')
+redis.call('HSET', META, 'status', 'running', 'gen', GEN, 'comp', '')
+redis.call('HSET', STATE, COUNTER, 0)
 redis.call('HDEL', META, 'failed_node', 'ended', 'error', 'result')
 keeprun()
 event('run.retried', 0, 'gen', GEN, 'counter', 0)

@@ -13,10 +13,11 @@ for _, e in ipairs(A.entries) do
   if not qstream(g.q) then return fail('queue ' .. g.q .. ' is not a queue of the run') end
 end
 
-redis.call('HSET', META, 'status', 'running', 'counter', 0, 'gen', 0, 'ir', A.ir, 'graph', A.graph,
+redis.call('HSET', META, 'status', 'running', 'gen', 0, 'ir', A.ir, 'graph', A.graph,
   'queues', table.concat(A.queues, ','), 'workflow', A.workflow, 'inputs', A.inputs, 'created', NOW,
   'deadline_ms', tostring(A.deadline_ms), 'max_hops', tostring(A.max_hops), 'max_fanout', tostring(A.max_fanout),
   'retention', tostring(A.retention or 0))
+redis.call('HSET', STATE, GRAPHFIELD, A.graph)
 RET = tonumber(A.retention or 0) or 0
 GSFX, MAXHOPS = A.graph, A.max_hops
 fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)

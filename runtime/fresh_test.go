@@ -161,10 +161,11 @@ func TestTokenMeta(t *testing.T) {
 				task("b", "special", after("a")), task("c", "other", after("b")),
 			}})
 			run := v.submit(flow, nil)
-			meta, err := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.meta(run)).Result()
+			vals, err := v.e.st.ks.readMeta(v.ctx, v.e.st.rdb, run).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
+			meta := metaMap(vals)
 			msgs, err := v.e.st.rdb.XRange(v.ctx, v.e.st.ks.stream(0, ControlQueue), "-", "+").Result()
 			if err != nil || len(msgs) != 2 {
 				t.Fatalf("entry tokens %v, %v", msgs, err)

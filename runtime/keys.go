@@ -51,13 +51,12 @@ func (k keyspace) shard(run string) int {
 
 func (k keyspace) tag(shard int) string { return k.tags[shard] }
 
-// runKeys returns the fixed keys of a run in script order (KEYS[1..7]).
+// runKeys returns the fixed keys of a run in script order (KEYS[1..6]).
 func (k keyspace) runKeys(run string) []string {
 	base := k.runBase(run)
 	return []string{
-		base + "meta",    // hash: status, gen, ir, graph, inputs, result, error, ...
+		base + "state",   // hash: the run: run|<field> (status, gen, counter, ir, graph, inputs, ...); exec key -> node state; hop|x, err|x, att|x, out|x (output); join arrivals and counts
 		base + "applied", // set: operation keys already applied
-		base + "state",   // hash: the run's moving parts: exec key -> node state; hop|x, err|x, att|x, out|x (output); join arrivals and counts; run|counter
 		base + "events",  // stream: the run's event log
 		"",               // graph key, filled in by the caller
 		base + "items",   // hash: for_each items, item states and outputs
@@ -66,11 +65,15 @@ func (k keyspace) runKeys(run string) []string {
 }
 
 // graphSlot is the index of the graph key in runKeys.
-const graphSlot = 4
+const graphSlot = 3
 
 // Fields of a run's state hash that are not an execution's state (the
-// scripts write the same names: lib.lua, step.lua).
+// scripts write the same names: lib.lua, step.lua): the run's own fields
+// are run|<name>.
 const counterField = "run|counter"
+
+// runField is the state hash's field of the run's own field name.
+func runField(name string) string { return "run|" + name }
 
 // outField is the state hash's field of an execution's (or a node's latest)
 // output.
@@ -81,7 +84,6 @@ func (k keyspace) runBase(run string) string { return k.tag(k.shard(run)) + ":ru
 
 func (k keyspace) runKey(run, name string) string { return k.runBase(run) + name }
 
-func (k keyspace) meta(run string) string   { return k.runKey(run, "meta") }
 func (k keyspace) state(run string) string  { return k.runKey(run, "state") }
 func (k keyspace) events(run string) string { return k.runKey(run, "events") }
 func (k keyspace) items(run string) string  { return k.runKey(run, "items") }
@@ -99,7 +101,7 @@ func (k keyspace) timers(shard int, queue string) string { return k.tag(shard) +
 // never inside a script, so it needs no hash tag.
 func (k keyspace) ir(hash string) string { return k.prefix + ":ir:" + hash }
 
-// scriptKeys returns KEYS for a run script: the seven run keys, then a stream
+// scriptKeys returns KEYS for a run script: the six run keys, then a stream
 // and a timers key for each of the run's queues.
 func (k keyspace) scriptKeys(run, graphSuffix string, queues []string) []string {
 	s := k.shard(run)

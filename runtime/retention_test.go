@@ -11,7 +11,7 @@ import (
 
 // runKeyNames names the keys of runKeys (the graph slot is not a key of
 // the run).
-var runKeyNames = []string{"meta", "applied", "state", "events", "", "items", "comp"}
+var runKeyNames = []string{"state", "applied", "events", "", "items", "comp"}
 
 // ttls returns the PTTL of every run key that exists, by name; with must,
 // the keys every run has must be there.
@@ -31,7 +31,7 @@ func ttls(t *testing.T, e *Engine, run string, must bool) map[string]time.Durati
 		}
 		out[runKeyNames[i]] = d
 	}
-	for _, k := range []string{"meta", "state", "events"} { // applied exists once an operation key was recorded
+	for _, k := range []string{"state", "events"} { // applied exists once an operation key was recorded
 		if _, ok := out[k]; must && !ok {
 			t.Errorf("run %s has no %s key", run, k)
 		}
@@ -163,7 +163,7 @@ func TestRetentionExpiry(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for _, st := range []*Status{done, failed} {
 			for {
-				n, err := v.e.st.rdb.Exists(ctx, v.e.st.ks.meta(st.RunID)).Result()
+				n, err := v.e.st.rdb.Exists(ctx, v.e.st.ks.state(st.RunID)).Result()
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -110,14 +110,22 @@ func msTime(ms int64) time.Time {
 }
 
 func (s *store) status(ctx context.Context, run string) (*Status, error) {
-	m, err := s.meta(ctx, run)
-	if err != nil {
-		return nil, err
-	}
+	// The whole run is its state hash: its own fields and its executions'.
 	pipe := s.rdb.Pipeline()
 	stc := pipe.HGetAll(ctx, s.ks.state(run))
-	ttl := pipe.PTTL(ctx, s.ks.meta(run))
+	ttl := pipe.PTTL(ctx, s.ks.state(run))
 	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	states := stc.Val()
+	own := map[string]string{}
+	for _, n := range metaNames {
+		if v, ok := states[runField(n)]; ok {
+			own[n] = v
+		}
+	}
+	m, err := parseMeta(run, own)
+	if err != nil {
 		return nil, err
 	}
 	st := &Status{
@@ -134,7 +142,6 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	if m.Result != "" {
 		st.Result = json.RawMessage(m.Result)
 	}
-	states := stc.Val()
 	st.Counter, _ = strconv.ParseInt(states[counterField], 10, 64)
 	for x, v := range states {
 		if strings.Contains(x, "|") { // hop|x, out|x, joins, run|counter: not an execution

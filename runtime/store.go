@@ -251,7 +251,8 @@ func (s *store) planFor(ctx context.Context, hash string) (*plan, error) {
 	return p, nil
 }
 
-// A runMeta is the decoded meta hash of a run.
+// A runMeta is the decoded meta of a run: its own fields, run|<name> in its
+// state hash.
 type runMeta struct {
 	ID         string
 	Status     string
@@ -275,15 +276,45 @@ type runMeta struct {
 
 func (m *runMeta) ref() runRef { return runRef{id: m.ID, graph: m.Graph, queues: m.Queues} }
 
+// metaNames are the run's own fields, which its state hash holds as
+// run|<name> (runField); metaFields are those field names.
+var (
+	metaNames = []string{"status", "gen", "ir", "graph", "queues", "workflow", "inputs", "result", "error",
+		"failed_node", "comp", "created", "ended", "deadline_ms", "max_hops", "max_fanout", "retention"}
+	metaFields = func() []string {
+		f := make([]string, len(metaNames))
+		for i, n := range metaNames {
+			f[i] = runField(n)
+		}
+		return f
+	}()
+)
+
+// readMeta reads (or queues on a pipeline) the run's own fields.
+func (k keyspace) readMeta(ctx context.Context, c redis.Cmdable, run string) *redis.SliceCmd {
+	return c.HMGet(ctx, k.state(run), metaFields...)
+}
+
+// metaMap returns the run's own fields by name from readMeta's reply.
+func metaMap(vals []any) map[string]string {
+	h := map[string]string{}
+	for i, v := range vals {
+		if s, ok := v.(string); ok && i < len(metaNames) {
+			h[metaNames[i]] = s
+		}
+	}
+	return h
+}
+
 func (s *store) meta(ctx context.Context, run string) (*runMeta, error) {
-	h, err := s.rdb.HGetAll(ctx, s.ks.meta(run)).Result()
+	vals, err := s.ks.readMeta(ctx, s.rdb, run).Result()
 	if err != nil {
 		return nil, err
 	}
-	return parseMeta(run, h)
+	return parseMeta(run, metaMap(vals))
 }
 
-// parseMeta decodes a run's meta hash.
+// parseMeta decodes a run's own fields, by name (metaNames).
 func parseMeta(run string, h map[string]string) (*runMeta, error) {
 	if len(h) == 0 || h["status"] == "" {
 		return nil, unknownRun(run)

@@ -561,7 +561,7 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int
 // prefetched is what a worker reads for a message before handling it.
 type prefetched struct {
 	tok   Token             // the message's token, decoded once
-	meta  map[string]string // the run's meta hash, as read
+	meta  map[string]string // the run's meta fields by name, as read
 	m     *runMeta          // or the run's meta, decoded (kept or told)
 	state *string           // exec tokens: the execution's state ("" if none)
 	// told: m is what the token told of its run (Worker.tokenMeta),
@@ -576,7 +576,7 @@ type prefetched struct {
 func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*prefetched {
 	out := map[string]*prefetched{}
 	pipe := w.st.rdb.Pipeline()
-	metas := map[string]*redis.MapStringStringCmd{} // one read per run
+	metas := map[string]*redis.SliceCmd{} // one read per run
 	states := map[*prefetched]*redis.StringCmd{}
 	for _, s := range res {
 		for _, m := range s.Messages {
@@ -586,7 +586,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 				continue
 			}
 			if metas[p.tok.Run] == nil {
-				metas[p.tok.Run] = pipe.HGetAll(ctx, w.ks.meta(p.tok.Run))
+				metas[p.tok.Run] = w.ks.readMeta(ctx, pipe, p.tok.Run)
 			}
 			if p.tok.Kind == "exec" && p.tok.Node != "" {
 				states[p] = pipe.HGet(ctx, w.ks.state(p.tok.Run), execKey(p.tok.Node, p.tok.Iter))
@@ -601,7 +601,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 		return nil
 	}
 	for _, p := range out {
-		p.meta = metas[p.tok.Run].Val()
+		p.meta = metaMap(metas[p.tok.Run].Val())
 		if c := states[p]; c != nil {
 			v := c.Val() // "" when the field does not exist
 			p.state = &v
@@ -876,7 +876,7 @@ func (w *Worker) heartbeat(ctx context.Context, f *flight) {
 		return
 	}
 	if f.tok.Run != "" {
-		st, err := w.st.rdb.HGet(ctx, w.ks.meta(f.tok.Run), "status").Result()
+		st, err := w.st.rdb.HGet(ctx, w.ks.state(f.tok.Run), runField("status")).Result()
 		want := RunRunning
 		if f.tok.Kind == "comp" {
 			want = RunFailed

@@ -7,9 +7,9 @@
 -- complete.lua writes for such a node — state, output, events, join
 -- arrivals, tokens, counter, and the end of the run when no work is left —
 -- without lib.lua's prologue (only step.lua's), without JSON to decode, and
--- with fewer commands (one read of the meta, one read and one write of the
--- state hash, joins and counter included). When the run is unknown, or the counter
--- would go below zero, it returns 'slow' before any write and the worker
+-- with fewer commands (one read and one write of the state hash, the run's
+-- meta, joins and counter included). When the run is unknown, or the
+-- counter would go below zero, it returns 'slow' before any write and the worker
 -- calls complete instead.
 -- KEYS: as for the run scripts (lib.lua).
 -- ARGV: 1 node, 2 output (JSON text), 3 hop of the executions it queues
@@ -21,32 +21,29 @@
 --       number of incoming edges when it is a join (else 0), and its join
 --       mode ('all', 'any').
 -- Written for Redis's Lua, where every redis.call costs about 1 µs, a table
--- 0.15 µs and a number turned into a string 0.3 µs: the run's moving parts
--- are read in one HMGET of the state hash and written in one HSET, strings
+-- 0.15 µs and a number turned into a string 0.3 µs: the run is read with
+-- one HMGET of its state hash and written with one HSET, strings
 -- are passed through as they came (ARGV, the hashes' fields), and tables
 -- are few.
-local META, STATE, EVENTS = KEYS[1], KEYS[3], KEYS[4]
+local STATE, EVENTS = KEYS[1], KEYS[3]
 local node, out, nh, now, group, mid, run = ARGV[1], ARGV[2], ARGV[3], ARGV[5], ARGV[6], ARGV[8], ARGV[9]
 local gen, mq, ctl = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[10])
 local outputs = ARGV[11] == '1'
 local n = (#ARGV - 11) / 4
-if n ~= math.floor(n) or not tonumber(nh) or not gen or not mq or not KEYS[6 + 2 * mq] or not ctl or not KEYS[7 + 2 * ctl] then
+if n ~= math.floor(n) or not tonumber(nh) or not gen or not mq or not KEYS[5 + 2 * mq] or not ctl or not KEYS[6 + 2 * ctl] then
   return redis.error_reply('ERR wfc: bad advance call')
 end
-local qmsg = KEYS[6 + 2 * mq]
+local qmsg = KEYS[5 + 2 * mq]
 
-local m = redis.call('HMGET', META, 'status', 'gen', 'retention', 'graph', 'max_hops', 'deadline_ms')
-if not m[1] then return 'slow' end
-if m[1] ~= 'running' then redis.call('XACK', qmsg, group, mid); return 'inactive' end
--- (Equal strings are the common case, and need no conversion.)
-if ARGV[4] ~= m[2] and gen < tonumber(m[2]) then redis.call('XACK', qmsg, group, mid); return 'stale' end
-
--- One read of the state hash: the execution's state, the counter, and for
--- each successor whether it has a state and, for a join, its arrival from
--- this node, fired marker and counts. Successor i's arguments are
--- ARGV[8 + 4i .. 11 + 4i]; its state is r[at[i]], a join's fields follow
--- it (r[j] is field f[j + 2]: f has the command and key in front).
-local f = {'HMGET', STATE, node, COUNTER}
+-- One read of the state hash: the run's fields (r[1..7]: status, gen,
+-- graph, max_hops, retention, deadline_ms, counter), the execution's state
+-- (r[8]), and for each successor whether it has a state and, for a join,
+-- its arrival from this node, fired marker and counts. Successor i's
+-- arguments are ARGV[8 + 4i .. 11 + 4i]; its state is r[at[i]], a join's
+-- fields follow it (r[j] is field f[j + 2]: f has the command and key in
+-- front).
+local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', 'run|retention', 'run|deadline_ms',
+  COUNTER, node}
 local at = {}
 for i = 1, n do
   local id = ARGV[8 + 4 * i]
@@ -60,7 +57,11 @@ for i = 1, n do
   end
 end
 local r = redis.call(unpack(f))
-local cur = r[1]
+if not r[1] then return 'slow' end
+if r[1] ~= 'running' then redis.call('XACK', qmsg, group, mid); return 'inactive' end
+-- (Equal strings are the common case, and need no conversion.)
+if ARGV[4] ~= r[2] and gen < tonumber(r[2]) then redis.call('XACK', qmsg, group, mid); return 'stale' end
+local cur = r[8]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then
   redis.call('XACK', qmsg, group, mid)
   return 'dup'
@@ -73,7 +74,7 @@ end
 local sets, nexts, queue, dc = {'HSET', STATE, node, 'completed', 'out|' .. node, out}, {}, {}, -1
 for i = 1, n do
   local id, q, nin = ARGV[8 + 4 * i], tonumber(ARGV[9 + 4 * i]), tonumber(ARGV[10 + 4 * i])
-  if not q or not KEYS[6 + 2 * q] or not nin or nin < 0 then return redis.error_reply('ERR wfc: bad advance call') end
+  if not q or not KEYS[5 + 2 * q] or not nin or nin < 0 then return redis.error_reply('ERR wfc: bad advance call') end
   local j, fire = at[i], true
   if ARGV[10 + 4 * i] ~= '0' then
     -- r[j + 1 .. j + 4]: arrival, fired, count, real.
@@ -95,7 +96,7 @@ for i = 1, n do
     end
   end
   if fire and not r[j] then
-    queue[i] = KEYS[6 + 2 * q]
+    queue[i] = KEYS[5 + 2 * q]
     dc = dc + 1
     sets[#sets + 1] = id
     sets[#sets + 1] = 'queued'
@@ -104,10 +105,11 @@ for i = 1, n do
     nexts[#nexts + 1] = id .. ':' .. nh
   end
 end
-local c = tonumber(r[2] or '0') + dc
+local c = tonumber(r[7] or '0') + dc
 if c < 0 then return 'slow' end
--- At counter zero the run ends (lib.lua's settle), through a finish token
--- when it has outputs to evaluate: that token is one more unit.
+-- At counter zero the run ends (lib.lua's settle): through a finish token
+-- when it has outputs to evaluate (that token is one more unit), else at
+-- once, its status written with the rest.
 local ends = dc ~= 0 and c == 0
 local finishing = ends and outputs
 if finishing then
@@ -117,39 +119,43 @@ elseif dc ~= 0 then
   sets[#sets + 1] = COUNTER
   sets[#sets + 1] = itos(c)
 end
+if ends and not outputs then
+  sets[#sets + 1] = 'run|status'
+  sets[#sets + 1] = 'completed'
+  sets[#sets + 1] = 'run|ended'
+  sets[#sets + 1] = now
+end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
 -- in its field next, with their hop (complete.lua folds them the same way).
 redis.call(unpack(sets))
 stepevent(EVENTS, 'node.completed', now, dc, {'x', node, 'output', out}, nexts)
-local gs, mh = m[4] or '', m[5] or '0'
+local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
   if queue[i] then
-    redis.call('XADD', queue[i], '*', 't', tokenjson('exec', run, ARGV[8 + 4 * i], '', nh, '1', '-1', m[2], gs, mh))
+    redis.call('XADD', queue[i], '*', 't', tokenjson('exec', run, ARGV[8 + 4 * i], '', nh, '1', '-1', r[2], gs, mh))
   end
 end
 redis.call('XACK', qmsg, group, mid)
 if finishing then
-  redis.call('XADD', KEYS[6 + 2 * ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', m[2]))
+  redis.call('XADD', KEYS[5 + 2 * ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', r[2]))
   stepevent(EVENTS, 'run.finishing', now, 1, {})
 elseif ends then
-  redis.call('HSET', META, 'status', 'completed', 'ended', now)
   -- A deadline timer exists only for a run with a deadline.
-  if (tonumber(m[6] or '0') or 0) > 0 then
-    redis.call('ZREM', KEYS[7 + 2 * ctl], '{"kind":"deadline","run":"' .. run .. '","gen":' .. m[2] .. '}')
+  if (tonumber(r[6] or '0') or 0) > 0 then
+    redis.call('ZREM', KEYS[6 + 2 * ctl], '{"kind":"deadline","run":"' .. run .. '","gen":' .. r[2] .. '}')
   end
   stepevent(EVENTS, 'run.completed', now, 0, {})
-  local ret = m[3] or '0'
+  local ret = r[5] or '0'
   if (tonumber(ret) or 0) > 0 then
-    redis.call('PEXPIRE', META, ret)
     redis.call('PEXPIRE', STATE, ret)
     redis.call('PEXPIRE', EVENTS, ret)
     -- applied, items and comp exist only for runs that took other
     -- scripts: one EXISTS saves three calls for the others.
-    if redis.call('EXISTS', KEYS[2], KEYS[6], KEYS[7]) > 0 then
+    if redis.call('EXISTS', KEYS[2], KEYS[5], KEYS[6]) > 0 then
       redis.call('PEXPIRE', KEYS[2], ret)
+      redis.call('PEXPIRE', KEYS[5], ret)
       redis.call('PEXPIRE', KEYS[6], ret)
-      redis.call('PEXPIRE', KEYS[7], ret)
     end
   end
 end

@@ -8,7 +8,7 @@ local op = 'x:' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then return 'dup' end
 
 redis.call('SADD', APPLIED, op)
-redis.call('HSET', META, 'status', 'cancelled', 'ended', NOW, 'error', A.reason)
+redis.call('HSET', STATE, 'run|status', 'cancelled', 'run|ended', NOW, 'run|error', A.reason)
 local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
 redis.call('ZREM', qtimers(info.ctl), deadline_member())
 event('run.cancelled', 0, 'reason', A.reason)

@@ -9,7 +9,7 @@ if st ~= 'failed' then ack(); return 'inactive' end
 if A.gen < GEN then ack(); return 'stale' end
 local op = 'k:' .. tostring(A.idx) .. ':' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
-if redis.call('HGET', META, 'comp') ~= 'running' then ack(); return 'dup' end
+if redis.call('HGET', STATE, 'run|comp') ~= 'running' then ack(); return 'dup' end
 local x = redis.call('LINDEX', COMP, A.idx)
 if not x then return fail('no compensation ' .. tostring(A.idx)) end
 
@@ -22,7 +22,7 @@ end
 if A.idx > 0 then
   compdispatch(A.idx - 1)
 else
-  redis.call('HSET', META, 'comp', 'done')
+  redis.call('HSET', STATE, 'run|comp', 'done')
   event('comp.done', 0)
   endrun()
 end

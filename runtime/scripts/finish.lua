@@ -15,7 +15,7 @@ if A.error and A.error ~= '' then
   event('run.outputs_failed', -1, 'error', A.error)
   failrun(A.error, nil)
 else
-  redis.call('HSET', META, 'status', 'completed', 'result', A.result, 'ended', NOW)
+  redis.call('HSET', STATE, 'run|status', 'completed', 'run|result', A.result, 'run|ended', NOW)
   local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
   redis.call('ZREM', qtimers(info.ctl), deadline_member())
   event('run.completed', -1, 'result', A.result)

@@ -1,21 +1,22 @@
 -- lib.lua: the prologue shared by every run script (docs/runtime.md,
 -- "Script contract"). Each script is step.lua, this file and its own body.
 --
--- KEYS: 1 meta, 2 applied, 3 state, 4 events, 5 graph, 6 items, 7 comp,
---       then for each queue i of A.queues: 6+2i its stream, 7+2i its
---       timers.
--- The state hash holds a run's moving parts, so that a transition reads
--- them in one command and writes them in one: execution states (x, hop|x,
--- err|x, att|x), outputs (out|x), join bookkeeping (x|from|kind, x|#n,
--- x|#r, x|#f) and the counter (COUNTER).
+-- KEYS: 1 state, 2 applied, 3 events, 4 graph, 5 items, 6 comp, then for
+--       each queue i of A.queues: 5+2i its stream, 6+2i its timers.
+-- The state hash holds the whole run but its event log (and the applied
+-- keys, for_each items and compensation list of the runs that have them),
+-- so that a transition reads it with one command and writes it with one:
+-- the run's own fields (run|status, run|gen, run|counter, run|graph, ...:
+-- docs/runtime.md, "Keys"), execution states (x, hop|x, err|x, att|x),
+-- outputs (out|x) and join bookkeeping (x|from|kind, x|#n, x|#r, x|#f).
 -- ARGV[1]: a JSON object A with at least run, now (ms), group, queues.
 --
 -- Rules every script follows: all preconditions are checked before the
 -- first write (a script that errors half-way keeps its writes); every
 -- write is guarded by an operation key in APPLIED or by a state check, so
 -- running a script twice changes nothing.
-local META, APPLIED, STATE, EVENTS, GRAPH, ITEMS, COMP =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local STATE, APPLIED, EVENTS, GRAPH, ITEMS, COMP =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local JOINS = STATE
 local A = cjson.decode(ARGV[1])
 local RUN, NOW, GROUP = A.run, A.now, A.group
@@ -23,17 +24,17 @@ local GEN = 0
 -- GSFX, MAXHOPS: the run's graph suffix and hop limit, which exec tokens
 -- carry (step.lua).
 local GSFX, MAXHOPS = '', 0
--- RET: the run's retention in ms (meta field retention, set by start);
+-- RET: the run's retention in ms (field run|retention, set by start);
 -- 0 keeps its keys forever.
 local RET = 0
 
 local QI = {}
 for i, q in ipairs(A.queues) do QI[q] = i end
-local function qstream(q) local i = QI[q]; if i then return KEYS[6 + 2 * i] end end
-local function qtimers(q) local i = QI[q]; if i then return KEYS[7 + 2 * i] end end
+local function qstream(q) local i = QI[q]; if i then return KEYS[5 + 2 * i] end end
+local function qtimers(q) local i = QI[q]; if i then return KEYS[6 + 2 * i] end end
 
 -- The keys of the run itself (not the shared graph and queues).
-local RUNKEYS = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}
+local RUNKEYS = {KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}
 
 -- endrun: the run has ended (completed, cancelled, or failed with its
 -- compensations done): every key of the run expires after its retention,
@@ -262,15 +263,15 @@ end
 -- failrun: the run fails (fail-fast); nothing is dispatched any more, and
 -- the compensations of the completed nodes start, last completed first.
 local function failrun(err, x)
-  redis.call('HSET', META, 'status', 'failed', 'error', err, 'ended', NOW)
-  if x and x ~= '' then redis.call('HSET', META, 'failed_node', x) end
+  redis.call('HSET', STATE, 'run|status', 'failed', 'run|error', err, 'run|ended', NOW)
+  if x and x ~= '' then redis.call('HSET', STATE, 'run|failed_node', x) end
   local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
   redis.call('ZREM', qtimers(info.ctl), deadline_member())
   event('run.failed', 0, 'error', err, 'x', x or '')
   local n = redis.call('LLEN', COMP)
   if n > 0 then
     -- The run ends when its compensations are done (compdone).
-    redis.call('HSET', META, 'comp', 'running')
+    redis.call('HSET', STATE, 'run|comp', 'running')
     compdispatch(n - 1)
   else
     endrun()
@@ -291,7 +292,7 @@ local function settle()
     redis.call('HINCRBY', STATE, COUNTER, DC)
     DC = 0
   else
-    redis.call('HSET', META, 'status', 'completed', 'ended', NOW)
+    redis.call('HSET', STATE, 'run|status', 'completed', 'run|ended', NOW)
     redis.call('ZREM', qtimers(info.ctl), deadline_member())
     event('run.completed', 0)
     endrun()
@@ -301,7 +302,7 @@ end
 
 -- header reads the run's status and generation; nil if the run is unknown.
 local function header()
-  local m = redis.call('HMGET', META, 'status', 'gen', 'retention', 'graph', 'max_hops')
+  local m = redis.call('HMGET', STATE, 'run|status', 'run|gen', 'run|retention', 'run|graph', 'run|max_hops')
   if not m[1] then return nil end
   GEN = tonumber(m[2])
   RET = tonumber(m[3] or '0') or 0

@@ -7,9 +7,9 @@
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if st ~= 'failed' and st ~= 'cancelled' then return fail('run ' .. RUN .. ' is ' .. st .. '; only a failed or cancelled run can be retried') end
-if redis.call('HGET', META, 'comp') == 'running' then return fail('run ' .. RUN .. ' is still compensating') end
+if redis.call('HGET', STATE, 'run|comp') == 'running' then return fail('run ' .. RUN .. ' is still compensating') end
 local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
-local fx = redis.call('HGET', META, 'failed_node')
+local fx = redis.call('HGET', STATE, 'run|failed_node')
 local all = redis.call('HGETALL', STATE)
 local again = {}
 for i = 1, #all, 2 do
@@ -26,9 +26,8 @@ end
 table.sort(again, function(a, b) return a[1] < b[1] end)
 
 GEN = GEN + 1
-redis.call('HSET', META, 'status', 'running', 'gen', GEN, 'comp', '')
-redis.call('HSET', STATE, COUNTER, 0)
-redis.call('HDEL', META, 'failed_node', 'ended', 'error', 'result')
+redis.call('HSET', STATE, 'run|status', 'running', 'run|gen', GEN, 'run|comp', '', COUNTER, 0)
+redis.call('HDEL', STATE, 'run|failed_node', 'run|ended', 'run|error', 'run|result')
 keeprun()
 event('run.retried', 0, 'gen', GEN, 'counter', 0)
 for _, a in ipairs(again) do

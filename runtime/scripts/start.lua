@@ -2,7 +2,7 @@
 -- A: ir, graph, workflow, inputs (JSON text), entries [[node, vec]],
 --    deadline_ms, deadline_at (ms), max_hops, max_fanout, retention (ms the
 --    run's keys are kept once it ends; 0 forever).
-if redis.call('EXISTS', META) == 1 then return 'exists' end
+if redis.call('HEXISTS', STATE, 'run|status') == 1 then return 'exists' end
 local info = redis.call('HGET', GRAPH, '_')
 if not info then return fail('graph ' .. GRAPH .. ' is not stored') end
 info = cjson.decode(info)
@@ -13,11 +13,11 @@ for _, e in ipairs(A.entries) do
   if not qstream(g.q) then return fail('queue ' .. g.q .. ' is not a queue of the run') end
 end
 
-redis.call('HSET', META, 'status', 'running', 'gen', 0, 'ir', A.ir, 'graph', A.graph,
-  'queues', table.concat(A.queues, ','), 'workflow', A.workflow, 'inputs', A.inputs, 'created', NOW,
-  'deadline_ms', tostring(A.deadline_ms), 'max_hops', tostring(A.max_hops), 'max_fanout', tostring(A.max_fanout),
-  'retention', tostring(A.retention or 0))
-redis.call('HSET', STATE, GRAPHFIELD, A.graph)
+-- run|graph first: the hash is a hashtable from the start (step.lua).
+redis.call('HSET', STATE, 'run|graph', A.graph, 'run|status', 'running', 'run|gen', 0, 'run|ir', A.ir,
+  'run|queues', table.concat(A.queues, ','), 'run|workflow', A.workflow, 'run|inputs', A.inputs, 'run|created', NOW,
+  'run|deadline_ms', tostring(A.deadline_ms), 'run|max_hops', tostring(A.max_hops), 'run|max_fanout', tostring(A.max_fanout),
+  'run|retention', tostring(A.retention or 0))
 RET = tonumber(A.retention or 0) or 0
 GSFX, MAXHOPS = A.graph, A.max_hops
 fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)

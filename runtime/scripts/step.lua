@@ -5,18 +5,17 @@
 -- entry's.
 
 -- COUNTER: the field of a run's state hash that counts its outstanding
--- work units (lib.lua).
+-- work units (lib.lua). The run's own fields (status, gen, graph, ...) are
+-- all named run|<name> in the same hash.
+--
+-- A new run's first write sets run|graph, its graph key suffix, which is
+-- longer (66 characters or more) than Redis's hash-max-listpack-value (64
+-- by default), so the state hash is a hashtable from the start. A listpack
+-- finds each field by a linear scan, and a wide run's state has hundreds
+-- of fields: in a 100-wide fan-out, HSET took 8.9 µs and HMGET 4.6 µs in a
+-- listpack (0.5 to 1 in a hashtable), and a node execution 58 µs of Redis
+-- CPU against 35.
 local COUNTER = 'run|counter'
-
--- GRAPHFIELD: the field of a run's state hash that holds the run's graph
--- key suffix (as the meta's field graph does), written first when the run
--- starts. It is there for its length: the suffix (66 characters or more) is
--- longer than Redis's hash-max-listpack-value (64 by default), so the state
--- hash is a hashtable from the start. A listpack finds each field by a
--- linear scan, and a wide run's state has hundreds of fields: in a 100-wide
--- fan-out, HSET took 8.9 µs and HMGET 4.6 µs in a listpack (0.5 to 1 in a
--- hashtable), and a node execution 58 µs of Redis CPU against 35.
-local GRAPHFIELD = 'run|graph'
 
 -- itos: an integer as a string. Redis's Lua turns a number into a string
 -- with sprintf, about 0.3 µs each (as much as a small redis.call); the

@@ -44,19 +44,21 @@ local qmsg = KEYS[5 + 2 * mq]
 -- front).
 local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', 'run|retention', 'run|deadline_ms',
   COUNTER, node}
-local at = {}
+local nf, at = 10, {}
 for i = 1, n do
   local id = ARGV[8 + 4 * i]
-  f[#f + 1] = id
-  at[i] = #f - 2
+  nf = nf + 1
+  f[nf] = id
+  at[i] = nf - 2
   if ARGV[10 + 4 * i] ~= '0' then
-    f[#f + 1] = id .. '|' .. node .. '|after'
-    f[#f + 1] = id .. '|#f'
-    f[#f + 1] = id .. '|#n'
-    f[#f + 1] = id .. '|#r'
+    f[nf + 1] = id .. '|' .. node .. '|after'
+    f[nf + 2] = id .. '|#f'
+    f[nf + 3] = id .. '|#n'
+    f[nf + 4] = id .. '|#r'
+    nf = nf + 4
   end
 end
-local r = redis.call(unpack(f))
+local r = redis.call(unpack(f, 1, nf))
 if not r[1] then return 'slow' end
 if r[1] ~= 'running' then redis.call('XACK', qmsg, group, mid); return 'inactive' end
 -- (Equal strings are the common case, and need no conversion.)
@@ -70,39 +72,45 @@ end
 -- What each successor's arrival does, and the counter's delta, as the
 -- writes of one HSET (what complete.lua's HSET, HSETNX and HINCRBY calls
 -- would write: the script is atomic). queue[i] is the stream of successor
--- i when it gets a token.
-local sets, nexts, queue, dc = {'HSET', STATE, node, 'completed', 'out|' .. node, out}, {}, {}, -1
+-- i when it gets a token. An argument is converted and checked where it
+-- is used, before the first write.
+local sets, ns, nexts, queue, dc = {'HSET', STATE, node, 'completed', 'out|' .. node, out}, 6, {}, {}, -1
 for i = 1, n do
-  local id, q, nin = ARGV[8 + 4 * i], tonumber(ARGV[9 + 4 * i]), tonumber(ARGV[10 + 4 * i])
-  if not q or not KEYS[5 + 2 * q] or not nin or nin < 0 then return redis.error_reply('ERR wfc: bad advance call') end
-  local j, fire = at[i], true
+  local id, j, fire = ARGV[8 + 4 * i], at[i], true
   if ARGV[10 + 4 * i] ~= '0' then
+    local nin = tonumber(ARGV[10 + 4 * i])
+    if not nin or nin < 0 then return redis.error_reply('ERR wfc: bad advance call') end
     -- r[j + 1 .. j + 4]: arrival, fired, count, real.
     if r[j + 1] then
       fire = false
     else
       local count = tonumber(r[j + 3] or '0') + 1
       fire = not r[j + 2] and (ARGV[11 + 4 * i] == 'any' or count >= nin)
-      sets[#sets + 1] = f[j + 3]
-      sets[#sets + 1] = '1'
-      sets[#sets + 1] = f[j + 5]
-      sets[#sets + 1] = itos(count)
-      sets[#sets + 1] = f[j + 6]
-      sets[#sets + 1] = itos(tonumber(r[j + 4] or '0') + 1)
+      sets[ns + 1] = f[j + 3]
+      sets[ns + 2] = '1'
+      sets[ns + 3] = f[j + 5]
+      sets[ns + 4] = itos(count)
+      sets[ns + 5] = f[j + 6]
+      sets[ns + 6] = itos(tonumber(r[j + 4] or '0') + 1)
+      ns = ns + 6
       if fire then
-        sets[#sets + 1] = f[j + 4]
-        sets[#sets + 1] = '1'
+        sets[ns + 1] = f[j + 4]
+        sets[ns + 2] = '1'
+        ns = ns + 2
       end
     end
   end
   if fire and not r[j] then
-    queue[i] = KEYS[5 + 2 * q]
+    local q = tonumber(ARGV[9 + 4 * i])
+    queue[i] = q and KEYS[5 + 2 * q]
+    if not queue[i] then return redis.error_reply('ERR wfc: bad advance call') end
     dc = dc + 1
-    sets[#sets + 1] = id
-    sets[#sets + 1] = 'queued'
-    sets[#sets + 1] = 'hop|' .. id
-    sets[#sets + 1] = nh
-    nexts[#nexts + 1] = id .. ':' .. nh
+    sets[ns + 1] = id
+    sets[ns + 2] = 'queued'
+    sets[ns + 3] = 'hop|' .. id
+    sets[ns + 4] = nh
+    ns = ns + 4
+    nexts[dc + 1] = id .. ':' .. nh
   end
 end
 local c = tonumber(r[7] or '0') + dc
@@ -113,22 +121,25 @@ if c < 0 then return 'slow' end
 local ends = dc ~= 0 and c == 0
 local finishing = ends and outputs
 if finishing then
-  sets[#sets + 1] = COUNTER
-  sets[#sets + 1] = '1'
+  sets[ns + 1] = COUNTER
+  sets[ns + 2] = '1'
+  ns = ns + 2
 elseif dc ~= 0 then
-  sets[#sets + 1] = COUNTER
-  sets[#sets + 1] = itos(c)
+  sets[ns + 1] = COUNTER
+  sets[ns + 2] = itos(c)
+  ns = ns + 2
 end
 if ends and not outputs then
-  sets[#sets + 1] = 'run|status'
-  sets[#sets + 1] = 'completed'
-  sets[#sets + 1] = 'run|ended'
-  sets[#sets + 1] = now
+  sets[ns + 1] = 'run|status'
+  sets[ns + 2] = 'completed'
+  sets[ns + 3] = 'run|ended'
+  sets[ns + 4] = now
+  ns = ns + 4
 end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
 -- in its field next, with their hop (complete.lua folds them the same way).
-redis.call(unpack(sets))
+redis.call(unpack(sets, 1, ns))
 stepevent(EVENTS, 'node.completed', now, dc, {'x', node, 'output', out}, nexts)
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do

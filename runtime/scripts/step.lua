@@ -9,7 +9,8 @@
 -- all named run|<name> in the same hash.
 --
 -- A new run's first write sets run|graph, its graph key suffix, which is
--- longer (66 characters or more) than Redis's hash-max-listpack-value (64
+-- longer (73 characters or more: "sha256:", 64 hex digits, "." and the
+-- queue hash) than Redis's hash-max-listpack-value (64
 -- by default), so the state hash is a hashtable from the start. A listpack
 -- finds each field by a linear scan, and a wide run's state has hundreds
 -- of fields: in a 100-wide fan-out, HSET took 8.9 µs and HMGET 4.6 µs in a

@@ -144,7 +144,7 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 }
 
 // TestStateIsHashtable: a run's state hash is a hashtable from the start,
-// whether begin or start created it (step.lua, GRAPHFIELD): in a listpack a
+// whether begin or start created it (step.lua, run|graph): in a listpack a
 // wide run's every field lookup is a linear scan. Real Redis only: the
 // embedded server has no encodings.
 func TestStateIsHashtable(t *testing.T) {

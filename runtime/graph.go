@@ -227,8 +227,8 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 		qh = hex.EncodeToString(sum[:6])
 	}
 	// The suffix is longer than 64 characters, and must stay so: a run's
-	// state hash holds it to be a hashtable from the start (step.lua,
-	// GRAPHFIELD).
+	// state hash holds it (run|graph) to be a hashtable from the start
+	// (step.lua).
 	p.suffix = hash + "." + qh
 	p.cel = newCELCache(p)
 	return p, nil

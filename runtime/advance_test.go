@@ -161,3 +161,84 @@ func TestStateIsHashtable(t *testing.T) {
 		}
 	}
 }
+
+// TestFastPathsRefuseBadCalls: advance and begin, which other languages'
+// workers may call too, check every argument they use before their first
+// write; a malformed call is an error and changes nothing.
+func TestFastPathsRefuseBadCalls(t *testing.T) {
+	w := build(t, wfSpec{nodes: []*nodeSpec{
+		task("a", "noop"), task("b", "noop", after("a")), task("c", "noop", after("a")),
+		task("d", "noop", after("b", "c")),
+	}})
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b) // no worker: a's token stays queued
+		run := v.submit(w, nil)
+		m, err := v.e.st.meta(v.ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := m.ref()
+		keys := v.e.st.keys(ref)
+		stream := v.e.st.ks.stream(v.e.st.ks.shard(run), ControlQueue)
+		msgs, err := v.e.st.rdb.XRange(v.ctx, stream, "-", "+").Result()
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("the entry token: %v, %v", msgs, err)
+		}
+		snapshot := func() string {
+			h, _ := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.state(run)).Result()
+			n, _ := v.e.st.rdb.XLen(v.ctx, v.e.st.ks.events(run)).Result()
+			q, _ := v.e.st.rdb.XLen(v.ctx, stream).Result()
+			return fmt.Sprint(h, n, q)
+		}
+		before := snapshot()
+		mq, ctl := ref.queueIndex(ControlQueue), ref.queueIndex(ControlQueue)
+		good := []any{"a", "{}", 2, 0, nowMS(), Group, mq, msgs[0].ID, run, ctl, "0", "b", mq, 0, "all", "c", mq, 0, "all"}
+		with := func(i int, val any) []any {
+			a := slices.Clone(good)
+			a[i] = val
+			return a
+		}
+		for name, args := range map[string][]any{
+			"argument count":       good[:len(good)-1],
+			"hop not a number":     with(2, "x"),
+			"gen not a number":     with(3, "x"),
+			"message queue index":  with(6, 99),
+			"control queue index":  with(9, 99),
+			"successor queue":      with(12, 99),
+			"successor queue text": with(16, "x"),
+			"join size":            append(slices.Clone(good[:11]), "d", mq, -1, "all"),
+		} {
+			err := v.e.st.scripts["advance"].Run(v.ctx, v.e.st.rdb, keys, args...).Err()
+			if err == nil || !strings.Contains(err.Error(), "bad advance call") {
+				t.Errorf("advance, %s: %v, want a bad call error", name, err)
+			}
+			if after := snapshot(); after != before {
+				t.Errorf("advance, %s: wrote\n%s\nbefore:\n%s", name, after, before)
+			}
+		}
+		// begin: a new run id, each call malformed.
+		fresh := "bad-begin-run"
+		bkeys := v.e.st.keys(runRef{id: fresh, graph: ref.graph, queues: ref.queues})
+		bgood := []any{fresh, nowMS(), m.IR, m.Graph, strings.Join(m.Queues, ","), "w", "{}", 0, 0, 100, 100, 0, ctl, "a", mq}
+		bwith := func(i int, val any) []any {
+			a := slices.Clone(bgood)
+			a[i] = val
+			return a
+		}
+		for name, args := range map[string][]any{
+			"no entries":            bgood[:13],
+			"max_hops not a number": bwith(9, "x"),
+			"control queue index":   bwith(12, 99),
+			"entry queue index":     bwith(14, 99),
+			"an entry twice":        append(slices.Clone(bgood), "a", mq),
+		} {
+			err := v.e.st.scripts["begin"].Run(v.ctx, v.e.st.rdb, bkeys, args...).Err()
+			if err == nil || !strings.Contains(err.Error(), "bad begin call") {
+				t.Errorf("begin, %s: %v, want a bad call error", name, err)
+			}
+			if n, _ := v.e.st.rdb.Exists(v.ctx, bkeys[0], bkeys[2]).Result(); n != 0 {
+				t.Errorf("begin, %s: wrote the run's keys", name)
+			}
+		}
+	})
+}

@@ -322,8 +322,8 @@ var ErrRunExists = errors.New("run exists")
 // Submit validates the workflow and the inputs, stores the IR by content
 // hash and starts a run. Nothing is written when the workflow or the inputs
 // are invalid (missing required inputs, wrong types, unknown names). It
-// returns the run id. The engine keeps w, by IR hash, for later submits
-// of the same workflow: w must not change after it was submitted.
+// returns the run id. The engine plans a copy of w, so w may change
+// afterwards.
 func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]any, opts ...SubmitOption) (string, error) {
 	var c submitConfig
 	for _, o := range opts {

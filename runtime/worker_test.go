@@ -436,3 +436,25 @@ func TestDispatchReadReleasesOnStop(t *testing.T) {
 		}
 	})
 }
+
+// TestSubmitKeepsItsCopy: a workflow changed after it was submitted does
+// not change later runs of what was submitted: the engine keeps its plans
+// by IR hash, and a plan works on a copy (newPlan), not the caller's
+// workflow.
+func TestSubmitKeepsItsCopy(t *testing.T) {
+	v := newEnv(t, backends[0])
+	spec := func() *ir.Workflow {
+		return build(t, wfSpec{name: "orig", nodes: []*nodeSpec{task("a", "noop")}})
+	}
+	w := spec()
+	v.submit(w, nil)
+	w.Name = "changed"
+	w.Settings.MaxHops = 1
+	st, err := v.e.Status(v.ctx, v.submit(spec(), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Workflow != "orig" {
+		t.Errorf("a run of the submitted workflow says workflow %q", st.Workflow)
+	}
+}

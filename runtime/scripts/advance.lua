@@ -25,7 +25,7 @@
 -- one HMGET of its state hash and written with one HSET, strings
 -- are passed through as they came (ARGV, the hashes' fields), and tables
 -- are few.
-local STATE, EVENTS = KEYS[1], KEYS[3]
+local STATE, APPLIED, EVENTS, ITEMS, COMP = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
 local node, out, nh, now, group, mid, run = ARGV[1], ARGV[2], ARGV[3], ARGV[5], ARGV[6], ARGV[8], ARGV[9]
 local gen, mq, ctl = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[10])
 local outputs = ARGV[11] == '1'
@@ -154,7 +154,7 @@ if finishing then
 elseif ends then
   -- A deadline timer exists only for a run with a deadline.
   if (tonumber(r[6] or '0') or 0) > 0 then
-    redis.call('ZREM', KEYS[6 + 2 * ctl], '{"kind":"deadline","run":"' .. run .. '","gen":' .. r[2] .. '}')
+    redis.call('ZREM', KEYS[6 + 2 * ctl], deadlinejson(run, r[2]))
   end
   stepevent(EVENTS, 'run.completed', now, 0, {})
   local ret = r[5] or '0'
@@ -163,10 +163,10 @@ elseif ends then
     redis.call('PEXPIRE', EVENTS, ret)
     -- applied, items and comp exist only for runs that took other
     -- scripts: one EXISTS saves three calls for the others.
-    if redis.call('EXISTS', KEYS[2], KEYS[5], KEYS[6]) > 0 then
-      redis.call('PEXPIRE', KEYS[2], ret)
-      redis.call('PEXPIRE', KEYS[5], ret)
-      redis.call('PEXPIRE', KEYS[6], ret)
+    if redis.call('EXISTS', APPLIED, ITEMS, COMP) > 0 then
+      redis.call('PEXPIRE', APPLIED, ret)
+      redis.call('PEXPIRE', ITEMS, ret)
+      redis.call('PEXPIRE', COMP, ret)
     end
   end
 end

@@ -54,6 +54,6 @@ end
 -- them the same way).
 stepevent(EVENTS, 'run.started', now, n, {'ir', ARGV[3], 'workflow', ARGV[6], 'inputs', ARGV[7]}, nexts)
 if tonumber(ARGV[8]) > 0 then
-  redis.call('ZADD', KEYS[6 + 2 * ctl], ARGV[9], '{"kind":"deadline","run":"' .. run .. '","gen":0}')
+  redis.call('ZADD', KEYS[6 + 2 * ctl], ARGV[9], deadlinejson(run, '0'))
 end
 return 'ok'

@@ -34,7 +34,7 @@ local function qstream(q) local i = QI[q]; if i then return KEYS[5 + 2 * i] end 
 local function qtimers(q) local i = QI[q]; if i then return KEYS[6 + 2 * i] end end
 
 -- The keys of the run itself (not the shared graph and queues).
-local RUNKEYS = {KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]}
+local RUNKEYS = {STATE, APPLIED, EVENTS, ITEMS, COMP}
 
 -- endrun: the run has ended (completed, cancelled, or failed with its
 -- compensations done): every key of the run expires after its retention,
@@ -145,9 +145,7 @@ local function token(kind, n, vec, hop, attempt, item)
   return tokenjson(kind, RUN, n, vec, hop, attempt, item, GEN, GSFX, MAXHOPS)
 end
 
-local function deadline_member()
-  return '{"kind":"deadline","run":"' .. RUN .. '","gen":' .. tostring(GEN) .. '}'
-end
+local function deadline_member() return deadlinejson(RUN, GEN) end
 
 local function ack()
   if A.msg then redis.call('XACK', qstream(A.msg.q), GROUP, A.msg.id) end

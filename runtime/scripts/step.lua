@@ -1,8 +1,8 @@
 -- step.lua: what every script that writes a run's steps shares — lib.lua
 -- (so every run script) and the fast paths advance and begin, which run
 -- without lib.lua — so that the fast paths write exactly what the general
--- scripts write: a token's layout (runtime/token.go reads it) and an event
--- entry's.
+-- scripts write: a token's layout (runtime/token.go reads it), a deadline
+-- timer's, an event entry's and the counter's field.
 
 -- COUNTER: the field of a run's state hash that counts its outstanding
 -- work units (lib.lua). The run's own fields (status, gen, graph, ...) are
@@ -39,6 +39,12 @@ local function tokenjson(kind, run, n, vec, hop, attempt, item, gen, g, mh)
     return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
   end
   return t .. '}'
+end
+
+-- deadlinejson is the timer entry of a run's deadline (a token of kind
+-- deadline) for generation gen, a number or its string.
+local function deadlinejson(run, gen)
+  return '{"kind":"deadline","run":"' .. run .. '","gen":' .. gen .. '}'
 end
 
 -- stepevent appends an event to the run's log (key events): its type, ts,

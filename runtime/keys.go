@@ -67,12 +67,9 @@ func (k keyspace) runKeys(run string) []string {
 // graphSlot is the index of the graph key in runKeys.
 const graphSlot = 3
 
-// Fields of a run's state hash that are not an execution's state (the
-// scripts write the same names: lib.lua, step.lua): the run's own fields
-// are run|<name>.
-const counterField = "run|counter"
-
-// runField is the state hash's field of the run's own field name.
+// runField is the state hash's field of one of the run's own fields
+// (status, gen, counter, ...; the meta is metaNames); the scripts write the same
+// names (lib.lua, step.lua).
 func runField(name string) string { return "run|" + name }
 
 // outField is the state hash's field of an execution's (or a node's latest)

@@ -142,7 +142,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	if m.Result != "" {
 		st.Result = json.RawMessage(m.Result)
 	}
-	st.Counter, _ = strconv.ParseInt(states[counterField], 10, 64)
+	st.Counter, _ = strconv.ParseInt(states[runField("counter")], 10, 64)
 	for x, v := range states {
 		if strings.Contains(x, "|") { // hop|x, out|x, joins, run|counter: not an execution
 			continue

@@ -392,19 +392,6 @@ func waitNoPending(t testing.TB, e *Engine, queues ...string) {
 	}
 }
 
-func outputOf(t testing.TB, st *Status, node string) map[string]any {
-	t.Helper()
-	raw := st.Output(node)
-	if raw == nil {
-		t.Fatalf("node %s has no output; status: %s", node, dump(st))
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("output of %s: %v", node, err)
-	}
-	return m
-}
-
 func nodeState(st *Status, x string) string {
 	if ns := st.Nodes[x]; ns != nil {
 		return ns.State

@@ -153,7 +153,6 @@ func (m *mnode) spec(ns []*mnode) *nodeSpec {
 
 // reference runs the model: node states and whether the run failed.
 func reference(ns []*mnode, flags []bool) (map[string]string, bool) {
-	type arrival struct{ real bool }
 	in := map[int][]bool{} // arrivals per node
 	expect := map[int]int{}
 	type edge struct {

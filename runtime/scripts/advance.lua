@@ -20,37 +20,41 @@
 --       the order of the node's edges: its id, the index of its queue, its
 --       number of incoming edges when it is a join (else 0), and its join
 --       mode ('all', 'any').
--- Written for Redis's Lua, where every redis.call costs about 1 µs, a table
--- 0.15 µs and a number turned into a string 0.3 µs: the run is read with
--- one HMGET of its state hash and written with one HSET, strings
--- are passed through as they came (ARGV, the hashes' fields), and tables
--- are few.
+-- Written for Redis's Lua, where every redis.call costs about 1 µs, a
+-- table 0.15 µs, a call of a built-in function (tonumber, math.floor,
+-- tostring) 0.1 to 0.3 µs and a number turned into a string 0.3 µs
+-- (instruction counts: docs/performance.md): the run is read with one
+-- HMGET of its state hash and written with one HSET, strings are passed
+-- through as they came (ARGV, the hashes' fields), numbers are parsed
+-- only where they are computed with or must be checked, and tables are
+-- few and sized when made.
+local A = ARGV
 local STATE, APPLIED, EVENTS, ITEMS, COMP = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
-local node, out, nh, now, group, mid, run = ARGV[1], ARGV[2], ARGV[3], ARGV[5], ARGV[6], ARGV[8], ARGV[9]
-local gen, mq, ctl = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[10])
-local outputs = ARGV[11] == '1'
-local n = (#ARGV - 11) / 4
-if n ~= math.floor(n) or not tonumber(nh) or not gen or not mq or not KEYS[5 + 2 * mq] or not ctl or not KEYS[6 + 2 * ctl] then
+local node, out, nh, now, mid, run = A[1], A[2], A[3], A[5], A[8], A[9]
+local na = #A
+local n = (na - 11) / 4
+local mq = tonumber(A[7])
+local qmsg = mq and mq % 1 == 0 and KEYS[5 + 2 * mq]
+-- The control queue is most often the message's.
+local ctl = A[10] == A[7] and mq or tonumber(A[10])
+if na < 11 or (na - 11) % 4 ~= 0 or not qmsg or not ctl or ctl % 1 ~= 0 or not KEYS[6 + 2 * ctl] then
   return redis.error_reply('ERR wfc: bad advance call')
 end
-local qmsg = KEYS[5 + 2 * mq]
 
 -- One read of the state hash: the run's fields (r[1..7]: status, gen,
 -- graph, max_hops, retention, deadline_ms, counter), the execution's state
--- (r[8]), and for each successor whether it has a state and, for a join,
--- its arrival from this node, fired marker and counts. Successor i's
--- arguments are ARGV[8 + 4i .. 11 + 4i]; its state is r[at[i]], a join's
--- fields follow it (r[j] is field f[j + 2]: f has the command and key in
--- front).
+-- (r[8]), and for each successor its state and, for a join, its arrival
+-- from this node, fired marker and counts. r[j] is field f[j + 2] (f has
+-- the command and key in front); the loops below walk r in the order this
+-- one lays the fields out.
 local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', 'run|retention', 'run|deadline_ms',
-  COUNTER, node}
-local nf, at = 10, {}
+  COUNTER, node, nil, nil, nil, nil, nil, nil}
+local nf = 10
 for i = 1, n do
-  local id = ARGV[8 + 4 * i]
+  local id = A[8 + 4 * i]
   nf = nf + 1
   f[nf] = id
-  at[i] = nf - 2
-  if ARGV[10 + 4 * i] ~= '0' then
+  if A[10 + 4 * i] ~= '0' then
     f[nf + 1] = id .. '|' .. node .. '|after'
     f[nf + 2] = id .. '|#f'
     f[nf + 3] = id .. '|#n'
@@ -58,40 +62,52 @@ for i = 1, n do
     nf = nf + 4
   end
 end
-local r = redis.call(unpack(f, 1, nf))
+local r = call(unpack(f, 1, nf))
 if not r[1] then return 'slow' end
-if r[1] ~= 'running' then redis.call('XACK', qmsg, group, mid); return 'inactive' end
--- (Equal strings are the common case, and need no conversion.)
-if ARGV[4] ~= r[2] and gen < tonumber(r[2]) then redis.call('XACK', qmsg, group, mid); return 'stale' end
+-- The token's generation is checked against the run's (equal strings are
+-- the common case, and need no conversion).
+local gen, stale = r[2], false
+if A[4] ~= gen then
+  local tg = tonumber(A[4])
+  if not tg then return redis.error_reply('ERR wfc: bad advance call') end
+  stale = tg < tonumber(gen)
+end
+if r[1] ~= 'running' then call('XACK', qmsg, A[6], mid); return 'inactive' end
+if stale then call('XACK', qmsg, A[6], mid); return 'stale' end
 local cur = r[8]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then
-  redis.call('XACK', qmsg, group, mid)
+  call('XACK', qmsg, A[6], mid)
   return 'dup'
 end
 
 -- What each successor's arrival does, and the counter's delta, as the
 -- writes of one HSET (what complete.lua's HSET, HSETNX and HINCRBY calls
--- would write: the script is atomic). queue[i] is the stream of successor
--- i when it gets a token. An argument is converted and checked where it
--- is used, before the first write.
-local sets, ns, nexts, queue, dc = {'HSET', STATE, node, 'completed', 'out|' .. node, out}, 6, {}, {}, -1
+-- would write: the script is atomic), and the tokens to queue: toks holds
+-- each one's stream and message. An argument is converted and checked
+-- where it is used, before the first write.
+local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, nil, nil, nil, nil, nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+local ns, nexts, toks, dc, j = 6, {}, {}, -1, 8
+local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
-  local id, j, fire = ARGV[8 + 4 * i], at[i], true
-  if ARGV[10 + 4 * i] ~= '0' then
-    local nin = tonumber(ARGV[10 + 4 * i])
+  local id, fire = A[8 + 4 * i], true
+  j = j + 1
+  local js = A[10 + 4 * i]
+  if js ~= '0' then
+    local nin = tonumber(js)
     if not nin or nin < 0 then return redis.error_reply('ERR wfc: bad advance call') end
     -- r[j + 1 .. j + 4]: arrival, fired, count, real.
     if r[j + 1] then
       fire = false
     else
-      local count = tonumber(r[j + 3] or '0') + 1
-      fire = not r[j + 2] and (ARGV[11 + 4 * i] == 'any' or count >= nin)
+      local count = (r[j + 3] or 0) + 1
+      fire = not r[j + 2] and (A[11 + 4 * i] == 'any' or count >= nin)
       sets[ns + 1] = f[j + 3]
       sets[ns + 2] = '1'
       sets[ns + 3] = f[j + 5]
       sets[ns + 4] = itos(count)
       sets[ns + 5] = f[j + 6]
-      sets[ns + 6] = itos(tonumber(r[j + 4] or '0') + 1)
+      sets[ns + 6] = itos((r[j + 4] or 0) + 1)
       ns = ns + 6
       if fire then
         sets[ns + 1] = f[j + 4]
@@ -101,9 +117,13 @@ for i = 1, n do
     end
   end
   if fire and not r[j] then
-    local q = tonumber(ARGV[9 + 4 * i])
-    queue[i] = q and KEYS[5 + 2 * q]
-    if not queue[i] then return redis.error_reply('ERR wfc: bad advance call') end
+    -- The successor's queue is most often the message's.
+    local qa, q = A[9 + 4 * i], qmsg
+    if qa ~= A[7] then
+      q = tonumber(qa)
+      q = q and q % 1 == 0 and KEYS[5 + 2 * q]
+    end
+    if not q or not tonumber(nh) then return redis.error_reply('ERR wfc: bad advance call') end
     dc = dc + 1
     sets[ns + 1] = id
     sets[ns + 2] = 'queued'
@@ -111,13 +131,17 @@ for i = 1, n do
     sets[ns + 4] = nh
     ns = ns + 4
     nexts[dc + 1] = id .. ':' .. nh
+    toks[2 * dc + 1] = q
+    toks[2 * dc + 2] = tokenjson('exec', run, id, '', nh, '1', '-1', gen, gs, mh)
   end
+  if js ~= '0' then j = j + 4 end
 end
-local c = tonumber(r[7] or '0') + dc
+local c = (r[7] or 0) + dc
 if c < 0 then return 'slow' end
 -- At counter zero the run ends (lib.lua's settle): through a finish token
 -- when it has outputs to evaluate (that token is one more unit), else at
 -- once, its status written with the rest.
+local outputs = A[11] == '1'
 local ends = dc ~= 0 and c == 0
 local finishing = ends and outputs
 if finishing then
@@ -139,34 +163,33 @@ end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
 -- in its field next, with their hop (complete.lua folds them the same way).
-redis.call(unpack(sets, 1, ns))
-stepevent(EVENTS, 'node.completed', now, dc, {'x', node, 'output', out}, nexts)
-local gs, mh = r[3] or '', r[4] or '0'
-for i = 1, n do
-  if queue[i] then
-    redis.call('XADD', queue[i], '*', 't', tokenjson('exec', run, ARGV[8 + 4 * i], '', nh, '1', '-1', r[2], gs, mh))
-  end
+call(unpack(sets, 1, ns))
+stepevent({'XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, nil, nil, nil, nil},
+  11, dc, nexts, dc + 1)
+for i = 1, 2 * dc + 1, 2 do
+  call('XADD', toks[i], '*', 't', toks[i + 1])
 end
-redis.call('XACK', qmsg, group, mid)
+call('XACK', qmsg, A[6], mid)
 if finishing then
-  redis.call('XADD', KEYS[5 + 2 * ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', r[2]))
-  stepevent(EVENTS, 'run.finishing', now, 1, {})
+  call('XADD', KEYS[5 + 2 * ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen))
+  stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)
 elseif ends then
   -- A deadline timer exists only for a run with a deadline.
-  if (tonumber(r[6] or '0') or 0) > 0 then
-    redis.call('ZREM', KEYS[6 + 2 * ctl], deadlinejson(run, r[2]))
+  local dl = r[6]
+  if dl and dl ~= '0' and dl + 0 > 0 then
+    call('ZREM', KEYS[6 + 2 * ctl], deadlinejson(run, gen))
   end
-  stepevent(EVENTS, 'run.completed', now, 0, {})
-  local ret = r[5] or '0'
-  if (tonumber(ret) or 0) > 0 then
-    redis.call('PEXPIRE', STATE, ret)
-    redis.call('PEXPIRE', EVENTS, ret)
+  stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)
+  local ret = r[5]
+  if ret and ret ~= '0' and ret + 0 > 0 then
+    call('PEXPIRE', STATE, ret)
+    call('PEXPIRE', EVENTS, ret)
     -- applied, items and comp exist only for runs that took other
     -- scripts: one EXISTS saves three calls for the others.
-    if redis.call('EXISTS', APPLIED, ITEMS, COMP) > 0 then
-      redis.call('PEXPIRE', APPLIED, ret)
-      redis.call('PEXPIRE', ITEMS, ret)
-      redis.call('PEXPIRE', COMP, ret)
+    if call('EXISTS', APPLIED, ITEMS, COMP) > 0 then
+      call('PEXPIRE', APPLIED, ret)
+      call('PEXPIRE', ITEMS, ret)
+      call('PEXPIRE', COMP, ret)
     end
   end
 end

@@ -12,48 +12,57 @@
 --       9 deadline_at (ms), 10 max_hops, 11 max_fanout, 12 retention (ms),
 --       13 index of the control queue, then for each entry node: its id
 --       and the index of its queue (1-based, in the run's queues).
+local A = ARGV
 local STATE, EVENTS, GRAPH = KEYS[1], KEYS[3], KEYS[4]
-local run, now = ARGV[1], ARGV[2]
-local ctl = tonumber(ARGV[13])
-local n = (#ARGV - 13) / 2
-if n < 1 or n ~= math.floor(n) or not tonumber(ARGV[10]) or not ctl or not KEYS[6 + 2 * ctl] then
+local run, now = A[1], A[2]
+local ctl = tonumber(A[13])
+local na = #A
+local n = (na - 13) / 2
+if n < 1 or (na - 13) % 2 ~= 0 or not tonumber(A[10]) or not ctl or ctl % 1 ~= 0 or not KEYS[6 + 2 * ctl] then
   return redis.error_reply('ERR wfc: bad begin call')
 end
-local entries, seen = {}, {}
+-- Each entry's stream (toks[i]), checked before any write; an entry named
+-- twice is a bad call too.
+local toks, seen = {}, n > 1 and {} or nil
 for i = 1, n do
-  local e = {id = ARGV[12 + 2 * i], q = tonumber(ARGV[13 + 2 * i])}
-  if not e.q or not KEYS[5 + 2 * e.q] or seen[e.id] then return redis.error_reply('ERR wfc: bad begin call') end
-  seen[e.id] = true
-  entries[i] = e
+  local id, q = A[12 + 2 * i], tonumber(A[13 + 2 * i])
+  toks[i] = q and q % 1 == 0 and KEYS[5 + 2 * q]
+  if not toks[i] then return redis.error_reply('ERR wfc: bad begin call') end
+  if seen then
+    if seen[id] then return redis.error_reply('ERR wfc: bad begin call') end
+    seen[id] = true
+  end
 end
 
-if redis.call('HEXISTS', STATE, 'run|status') == 1 then return 'exists' end
-if redis.call('HEXISTS', GRAPH, '_') == 0 then return 'slow' end
+if call('HEXISTS', STATE, 'run|status') == 1 then return 'exists' end
+if call('HEXISTS', GRAPH, '_') == 0 then return 'slow' end
 
 -- Writes: what start.lua writes, the state hash's in one HSET (run|graph
 -- first, as in start.lua: step.lua says why), the counter at once, not
 -- added after. The run is new, so none of its entries has a state yet.
-local sets = {'HSET', STATE, 'run|graph', ARGV[4], 'run|status', 'running', 'run|gen', '0', 'run|ir', ARGV[3],
-  'run|queues', ARGV[5], 'run|workflow', ARGV[6], 'run|inputs', ARGV[7], 'run|created', now,
-  'run|deadline_ms', ARGV[8], 'run|max_hops', ARGV[10], 'run|max_fanout', ARGV[11], 'run|retention', ARGV[12],
-  COUNTER, itos(n)}
-local nexts = {}
-for i, e in ipairs(entries) do
-  sets[#sets + 1] = e.id
-  sets[#sets + 1] = 'queued'
-  sets[#sets + 1] = 'hop|' .. e.id
-  sets[#sets + 1] = '1'
-  nexts[i] = e.id .. ':1'
+local sets = {'HSET', STATE, 'run|graph', A[4], 'run|status', 'running', 'run|gen', '0', 'run|ir', A[3],
+  'run|queues', A[5], 'run|workflow', A[6], 'run|inputs', A[7], 'run|created', now,
+  'run|deadline_ms', A[8], 'run|max_hops', A[10], 'run|max_fanout', A[11], 'run|retention', A[12],
+  COUNTER, itos(n), nil, nil, nil, nil}
+local ns, nexts = 28, {}
+for i = 1, n do
+  local id = A[12 + 2 * i]
+  sets[ns + 1] = id
+  sets[ns + 2] = 'queued'
+  sets[ns + 3] = 'hop|' .. id
+  sets[ns + 4] = '1'
+  ns = ns + 4
+  nexts[i] = id .. ':1'
 end
-redis.call(unpack(sets))
-for _, e in ipairs(entries) do
-  redis.call('XADD', KEYS[5 + 2 * e.q], '*', 't',
-    tokenjson('exec', run, e.id, '', '1', '1', '-1', '0', ARGV[4], ARGV[10]))
+call(unpack(sets, 1, ns))
+for i = 1, n do
+  call('XADD', toks[i], '*', 't', tokenjson('exec', run, A[12 + 2 * i], '', '1', '1', '-1', '0', A[4], A[10]))
 end
 -- One event: the entries it queued are in its field next (start.lua folds
 -- them the same way).
-stepevent(EVENTS, 'run.started', now, n, {'ir', ARGV[3], 'workflow', ARGV[6], 'inputs', ARGV[7]}, nexts)
-if tonumber(ARGV[8]) > 0 then
-  redis.call('ZADD', KEYS[6 + 2 * ctl], ARGV[9], deadlinejson(run, '0'))
+stepevent({'XADD', EVENTS, '*', 'type', 'run.started', 'ts', now, 'ir', A[3], 'workflow', A[6], 'inputs', A[7],
+  nil, nil, nil, nil}, 13, n, nexts, n)
+if A[8] ~= '0' and A[8] + 0 > 0 then
+  call('ZADD', KEYS[6 + 2 * ctl], A[9], deadlinejson(run, '0'))
 end
 return 'ok'

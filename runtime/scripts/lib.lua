@@ -120,13 +120,22 @@ local DC = 0
 -- event, with the counter delta of the queued executions added, and then
 -- the events caused meanwhile (skips), in order.
 local FOLD = nil
+
+-- writeevent writes an event (step.lua's stepevent) with its own fields in
+-- the table extra, numbers or strings.
+local function writeevent(typ, dc, extra, next)
+  local ev = {'XADD', EVENTS, '*', 'type', typ, 'ts', NOW}
+  for i = 1, #extra do ev[7 + i] = tostring(extra[i]) end
+  stepevent(ev, 7 + #extra, dc, next, next and #next or 0)
+end
+
 local function event(typ, dc, ...)
   DC = DC + dc
   if FOLD then
     FOLD.buf[#FOLD.buf + 1] = {typ, dc, {...}}
     return
   end
-  stepevent(EVENTS, typ, NOW, dc, {...})
+  writeevent(typ, dc, {...})
 end
 
 local function fold(typ, dc, ...)
@@ -137,8 +146,8 @@ end
 local function unfold()
   local f = FOLD
   FOLD = nil
-  stepevent(EVENTS, f.typ, NOW, f.dc + #f.next, f.extra, f.next)
-  for _, e in ipairs(f.buf) do stepevent(EVENTS, e[1], NOW, e[2], e[3]) end
+  writeevent(f.typ, f.dc + #f.next, f.extra, f.next)
+  for _, e in ipairs(f.buf) do writeevent(e[1], e[2], e[3]) end
 end
 
 local function token(kind, n, vec, hop, attempt, item)

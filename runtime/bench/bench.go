@@ -678,7 +678,6 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 					}
 					continue
 				}
-				recv := time.Now().UnixNano()
 				used := 0
 				for _, s := range res {
 					idx, _ := strconv.Atoi(strings.TrimPrefix(s.Stream, tag))
@@ -692,6 +691,10 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 						go func() {
 							defer handling.Done()
 							defer func() { <-sem }()
+							// The hop ends where a worker's ends: when the
+							// message's handling starts, not when the read
+							// returned (the goroutine may wait for a core).
+							recv := time.Now().UnixNano()
 							sent, _ := strconv.ParseInt(fmt.Sprint(m.Values["t"]), 10, 64)
 							if measure.Load() {
 								if nhops.Add(1) == hops {

@@ -206,6 +206,8 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			"control queue index":  with(9, 99),
 			"successor queue":      with(12, 99),
 			"successor queue text": with(16, "x"),
+			"fractional queue":     with(6, "1.5"),
+			"fractional successor": with(12, "1.5"),
 			"join size":            append(slices.Clone(good[:11]), "d", mq, -1, "all"),
 		} {
 			err := v.e.st.scripts["advance"].Run(v.ctx, v.e.st.rdb, keys, args...).Err()
@@ -226,11 +228,12 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			return a
 		}
 		for name, args := range map[string][]any{
-			"no entries":            bgood[:13],
-			"max_hops not a number": bwith(9, "x"),
-			"control queue index":   bwith(12, 99),
-			"entry queue index":     bwith(14, 99),
-			"an entry twice":        append(slices.Clone(bgood), "a", mq),
+			"no entries":             bgood[:13],
+			"max_hops not a number":  bwith(9, "x"),
+			"control queue index":    bwith(12, 99),
+			"entry queue index":      bwith(14, 99),
+			"fractional entry queue": bwith(14, "1.5"),
+			"an entry twice":         append(slices.Clone(bgood), "a", mq),
 		} {
 			err := v.e.st.scripts["begin"].Run(v.ctx, v.e.st.rdb, bkeys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "bad begin call") {

@@ -56,6 +56,22 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 				task("b", "noop", after("a")),
 			},
 		}),
+		// The run has an items key (and an applied one), then a
+		// compensation list: advance, which is not given those keys, leaves
+		// the end of the run to complete, which sets their expiry.
+		"a for_each before a plain end": build(t, wfSpec{
+			nodes: []*nodeSpec{
+				task("each", "count", forEach("u", "['a', 'b', 'c']", 2), with("id", cexpr("u"))),
+				task("b", "noop", after("each")),
+			},
+		}),
+		"a compensable node before a plain end": build(t, wfSpec{
+			nodes: []*nodeSpec{
+				task("reserve", "record", with("step", konst(`"reserve"`)),
+					compensate("record", ir.Param{Name: "undo", Value: cexpr("output.step")})),
+				task("b", "noop", after("reserve")),
+			},
+		}),
 		"a predicate skips": build(t, wfSpec{
 			nodes: []*nodeSpec{
 				task("a", "noop"), task("b", "noop", after("a"), when("false")),
@@ -178,7 +194,6 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref := m.ref()
-		keys := v.e.st.keys(ref)
 		stream := v.e.st.ks.stream(v.e.st.ks.shard(run), ControlQueue)
 		msgs, err := v.e.st.rdb.XRange(v.ctx, stream, "-", "+").Result()
 		if err != nil || len(msgs) != 1 {
@@ -192,7 +207,8 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 		}
 		before := snapshot()
 		mq, ctl := ref.queueIndex(ControlQueue), ref.queueIndex(ControlQueue)
-		good := []any{"a", "{}", 2, 0, nowMS(), Group, mq, msgs[0].ID, run, ctl, "0", "b", mq, 0, "all", "c", mq, 0, "all"}
+		akeys := v.e.st.ks.advanceKeys(run, ref.queues)
+		good := []any{"a", "{}", 2, 0, nowMS(), Group, mq, msgs[0].ID, run, ctl, "0", "b", mq, 0, "c", mq, 0}
 		with := func(i int, val any) []any {
 			a := slices.Clone(good)
 			a[i] = val
@@ -203,14 +219,17 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			"hop not a number":     with(2, "x"),
 			"gen not a number":     with(3, "x"),
 			"message queue index":  with(6, 99),
+			"message queue zero":   with(6, 0),
 			"control queue index":  with(9, 99),
 			"successor queue":      with(12, 99),
-			"successor queue text": with(16, "x"),
+			"successor queue text": with(15, "x"),
+			"successor queue zero": with(15, 0),
 			"fractional queue":     with(6, "1.5"),
 			"fractional successor": with(12, "1.5"),
-			"join size":            append(slices.Clone(good[:11]), "d", mq, -1, "all"),
+			"join size":            append(slices.Clone(good[:11]), "d", mq, "x"),
+			"fractional join size": append(slices.Clone(good[:11]), "d", mq, "1.5"),
 		} {
-			err := v.e.st.scripts["advance"].Run(v.ctx, v.e.st.rdb, keys, args...).Err()
+			err := v.e.st.scripts["advance"].Run(v.ctx, v.e.st.rdb, akeys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "bad advance call") {
 				t.Errorf("advance, %s: %v, want a bad call error", name, err)
 			}

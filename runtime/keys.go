@@ -110,6 +110,20 @@ func (k keyspace) scriptKeys(run, graphSuffix string, queues []string) []string 
 	return keys
 }
 
+// advanceKeys returns KEYS for advance, which has a layout of its own (the
+// keys it uses until a run's last step): the run's state and events, then
+// the stream of each of the run's queues.
+func (k keyspace) advanceKeys(run string, queues []string) []string {
+	s := k.shard(run)
+	base := k.runBase(run)
+	keys := make([]string, 0, 2+len(queues))
+	keys = append(keys, base+"state", base+"events")
+	for _, q := range queues {
+		keys = append(keys, k.stream(s, q))
+	}
+	return keys
+}
+
 // newRunID returns a 26-character, time-ordered, random id in Crockford
 // base32 (48 bits of milliseconds, 80 random bits).
 func newRunID() string {

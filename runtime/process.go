@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,7 +238,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	args := make([]any, 0, 11+4*len(succ))
+	args := make([]any, 0, 11+3*len(succ))
 	outputs := "0"
 	if len(j.p.w.Outputs) > 0 {
 		outputs = "1"
@@ -250,9 +249,13 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 		if q == 0 {
 			return false, nil
 		}
-		args = append(args, s.id, q, s.nin, cmp.Or(s.mode, ir.JoinAll))
+		nin := s.nin
+		if s.mode == ir.JoinAny {
+			nin = -nin
+		}
+		args = append(args, s.id, q, nin)
 	}
-	reply, err := j.batched(j.w.st.scripts["advance"], j.w.st.keys(j.ref), args...)
+	reply, err := j.batched(j.w.st.scripts["advance"], j.w.st.ks.advanceKeys(j.ref.id, j.ref.queues), args...)
 	res, _ := reply.(string)
 	if err != nil {
 		return false, fmt.Errorf("advance %s: %w", j.x, err)

@@ -9,7 +9,7 @@ if A.gen ~= GEN then ack(); return 'stale' end
 local op = 'a:' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
 
-redis.call('SADD', APPLIED, op)
+addop(op)
 failrun(A.reason, A.x)
 ack()
 return 'ok'

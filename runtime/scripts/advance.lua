@@ -9,17 +9,23 @@
 -- without lib.lua's prologue (only step.lua's), without JSON to decode, and
 -- with fewer commands (one read and one write of the state hash, the run's
 -- meta, joins and counter included). When the run is unknown, or the
--- counter would go below zero, it returns 'slow' before any write and the worker
--- calls complete instead.
--- KEYS: as for the run scripts (lib.lua).
+-- counter would go below zero, or the run ends and has a deadline timer or
+-- keys this script is not given (run|aux: below), it returns 'slow' before
+-- any write and the worker calls complete instead.
+-- KEYS: its own layout, the keys it uses: 1 state, 2 events, then for each
+--       of the run's queues (in the order of the run's queues) its stream,
+--       2+i. Until its last step a run needs no other key; at its end, the
+--       keys' expiry must reach every key of the run, and a run that has an
+--       applied, items or comp key (the general scripts that make one set
+--       the state field run|aux) or a deadline timer ends through complete.
 -- ARGV: 1 node, 2 output (JSON text), 3 hop of the executions it queues
 --       (the token's hop + 1), 4 token gen, 5 now (ms), 6 group, 7 index
 --       of the message's queue in the run's queues (1-based), 8 message id,
 --       9 run id, 10 index of the control queue, 11 '1' when the workflow
 --       has outputs (the graph's "_".outputs), then for each successor, in
---       the order of the node's edges: its id, the index of its queue, its
---       number of incoming edges when it is a join (else 0), and its join
---       mode ('all', 'any').
+--       the order of the node's edges: its id, the index of its queue, and
+--       its number of incoming edges if it is a join, negative for a join
+--       any (else 0).
 -- Written for Redis's Lua, where every redis.call costs about 1 µs, a
 -- table 0.15 µs, a call of a built-in function (tonumber, math.floor,
 -- tostring) 0.1 to 0.3 µs and a number turned into a string 0.3 µs
@@ -29,32 +35,32 @@
 -- only where they are computed with or must be checked, and tables are
 -- few and sized when made.
 local A = ARGV
-local STATE, APPLIED, EVENTS, ITEMS, COMP = KEYS[1], KEYS[2], KEYS[3], KEYS[5], KEYS[6]
+local STATE, EVENTS = KEYS[1], KEYS[2]
 local node, out, nh, now, mid, run = A[1], A[2], A[3], A[5], A[8], A[9]
 local na = #A
-local n = (na - 11) / 4
+local n = (na - 11) / 3
 local mq = tonumber(A[7])
-local qmsg = mq and mq % 1 == 0 and KEYS[5 + 2 * mq]
+local qmsg = mq and mq > 0 and mq % 1 == 0 and KEYS[2 + mq]
 -- The control queue is most often the message's.
 local ctl = A[10] == A[7] and mq or tonumber(A[10])
-if na < 11 or (na - 11) % 4 ~= 0 or not qmsg or not ctl or ctl % 1 ~= 0 or not KEYS[6 + 2 * ctl] then
+if na < 11 or (na - 11) % 3 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] then
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
--- One read of the state hash: the run's fields (r[1..7]: status, gen,
--- graph, max_hops, retention, deadline_ms, counter), the execution's state
--- (r[8]), and for each successor its state and, for a join, its arrival
+-- One read of the state hash: the run's fields (r[1..8]: status, gen,
+-- graph, max_hops, retention, deadline_ms, counter, aux), the execution's
+-- state (r[9]), and for each successor its state and, for a join, its arrival
 -- from this node, fired marker and counts. r[j] is field f[j + 2] (f has
 -- the command and key in front); the loops below walk r in the order this
 -- one lays the fields out.
 local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', 'run|retention', 'run|deadline_ms',
-  COUNTER, node, nil, nil, nil, nil, nil, nil}
-local nf = 10
+  COUNTER, 'run|aux', node, nil, nil, nil, nil, nil}
+local nf = 11
 for i = 1, n do
-  local id = A[8 + 4 * i]
+  local id = A[9 + 3 * i]
   nf = nf + 1
   f[nf] = id
-  if A[10 + 4 * i] ~= '0' then
+  if A[11 + 3 * i] ~= '0' then
     f[nf + 1] = id .. '|' .. node .. '|after'
     f[nf + 2] = id .. '|#f'
     f[nf + 3] = id .. '|#n'
@@ -74,7 +80,7 @@ if A[4] ~= gen then
 end
 if r[1] ~= 'running' then call('XACK', qmsg, A[6], mid); return 'inactive' end
 if stale then call('XACK', qmsg, A[6], mid); return 'stale' end
-local cur = r[8]
+local cur = r[9]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then
   call('XACK', qmsg, A[6], mid)
   return 'dup'
@@ -87,21 +93,24 @@ end
 -- where it is used, before the first write.
 local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, nil, nil, nil, nil, nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
-local ns, nexts, toks, dc, j = 6, {}, {}, -1, 8
+local ns, nexts, toks, dc, j = 6, {}, {}, -1, 9
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
-  local id, fire = A[8 + 4 * i], true
+  local id, fire = A[9 + 3 * i], true
   j = j + 1
-  local js = A[10 + 4 * i]
+  local js = A[11 + 3 * i]
   if js ~= '0' then
+    -- A join: its number of incoming edges, negative for a join any.
     local nin = tonumber(js)
-    if not nin or nin < 0 then return redis.error_reply('ERR wfc: bad advance call') end
+    if not nin or nin % 1 ~= 0 then return redis.error_reply('ERR wfc: bad advance call') end
+    local any = nin < 0
+    if any then nin = -nin end
     -- r[j + 1 .. j + 4]: arrival, fired, count, real.
     if r[j + 1] then
       fire = false
     else
       local count = (r[j + 3] or 0) + 1
-      fire = not r[j + 2] and (A[11 + 4 * i] == 'any' or count >= nin)
+      fire = not r[j + 2] and (any or count >= nin)
       sets[ns + 1] = f[j + 3]
       sets[ns + 2] = '1'
       sets[ns + 3] = f[j + 5]
@@ -118,10 +127,10 @@ for i = 1, n do
   end
   if fire and not r[j] then
     -- The successor's queue is most often the message's.
-    local qa, q = A[9 + 4 * i], qmsg
+    local qa, q = A[10 + 3 * i], qmsg
     if qa ~= A[7] then
       q = tonumber(qa)
-      q = q and q % 1 == 0 and KEYS[5 + 2 * q]
+      q = q and q > 0 and q % 1 == 0 and KEYS[2 + q]
     end
     if not q or not tonumber(nh) then return redis.error_reply('ERR wfc: bad advance call') end
     dc = dc + 1
@@ -144,6 +153,10 @@ if c < 0 then return 'slow' end
 local outputs = A[11] == '1'
 local ends = dc ~= 0 and c == 0
 local finishing = ends and outputs
+-- A run that ends here and has keys or a timer this script is not given
+-- ends through complete (KEYS, above).
+local dl = r[6]
+if ends and not outputs and (r[8] or (dl and dl ~= '0' and dl + 0 > 0)) then return 'slow' end
 if finishing then
   sets[ns + 1] = COUNTER
   sets[ns + 2] = '1'
@@ -171,26 +184,14 @@ for i = 1, 2 * dc + 1, 2 do
 end
 call('XACK', qmsg, A[6], mid)
 if finishing then
-  call('XADD', KEYS[5 + 2 * ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen))
+  call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen))
   stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)
 elseif ends then
-  -- A deadline timer exists only for a run with a deadline.
-  local dl = r[6]
-  if dl and dl ~= '0' and dl + 0 > 0 then
-    call('ZREM', KEYS[6 + 2 * ctl], deadlinejson(run, gen))
-  end
   stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)
   local ret = r[5]
   if ret and ret ~= '0' and ret + 0 > 0 then
     call('PEXPIRE', STATE, ret)
     call('PEXPIRE', EVENTS, ret)
-    -- applied, items and comp exist only for runs that took other
-    -- scripts: one EXISTS saves three calls for the others.
-    if call('EXISTS', APPLIED, ITEMS, COMP) > 0 then
-      call('PEXPIRE', APPLIED, ret)
-      call('PEXPIRE', ITEMS, ret)
-      call('PEXPIRE', COMP, ret)
-    end
   end
 end
 return 'ok'

@@ -7,7 +7,7 @@ if st ~= 'running' then return fail('run ' .. RUN .. ' is ' .. st .. ', not runn
 local op = 'x:' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then return 'dup' end
 
-redis.call('SADD', APPLIED, op)
+addop(op)
 redis.call('HSET', STATE, 'run|status', 'cancelled', 'run|ended', NOW, 'run|error', A.reason)
 local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
 redis.call('ZREM', qtimers(info.ctl), deadline_member())

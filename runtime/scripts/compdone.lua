@@ -13,7 +13,7 @@ if redis.call('HGET', STATE, 'run|comp') ~= 'running' then ack(); return 'dup' e
 local x = redis.call('LINDEX', COMP, A.idx)
 if not x then return fail('no compensation ' .. tostring(A.idx)) end
 
-redis.call('SADD', APPLIED, op)
+addop(op)
 if A.ok then
   event('comp.completed', 0, 'x', x, 'idx', A.idx, 'output', A.output or '{}')
 else

@@ -42,7 +42,7 @@ if A.mode == 'ok' then
   redis.call('HSET', STATE, x, 'completed')
   redis.call('HSET', STATE, 'out|' .. x, A.output)
   if A.iter ~= '' then redis.call('HSET', STATE, 'out|' .. A.node, A.output) end
-  if g.cq then redis.call('RPUSH', COMP, x) end
+  if g.cq then addcomp(x) end
   if A.failrun then
     event('node.completed', consumed, 'x', x, 'output', A.output)
   else

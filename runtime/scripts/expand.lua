@@ -29,7 +29,7 @@ for i = 0, n - 1 do
   if keep then kept = kept + 1 else todo[#todo + 1] = i end
 end
 
-redis.call('SADD', APPLIED, op)
+addop(op)
 local k = #todo
 if A.parallel > 0 and A.parallel < k then k = A.parallel end
 redis.call('HSET', STATE, x, 'running')

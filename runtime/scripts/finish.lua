@@ -9,7 +9,7 @@ if A.gen < GEN then ack(); return 'stale' end
 local op = 'f:' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
 
-redis.call('SADD', APPLIED, op)
+addop(op)
 redis.call('HINCRBY', STATE, COUNTER, -1)
 if A.error and A.error ~= '' then
   event('run.outputs_failed', -1, 'error', A.error)

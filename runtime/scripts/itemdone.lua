@@ -16,7 +16,7 @@ if redis.call('HGET', STATE, x) ~= 'running' then ack(); return 'dup' end
 local it = redis.call('HMGET', ITEMS, x .. '|n', x .. '|next', x .. '|s|' .. A.item, x .. '|hop', x .. '|todo')
 if not it[1] or (it[3] ~= 'queued' and it[3] ~= 'retrying') then ack(); return 'dup' end
 
-redis.call('SADD', APPLIED, op)
+addop(op)
 local n, nxt, hop = tonumber(it[1]), tonumber(it[2]), tonumber(it[4])
 local todo = {}
 for i in string.gmatch(it[5] or '', '[^,]+') do todo[#todo + 1] = i end

@@ -53,6 +53,27 @@ end
 
 local function fail(msg) return redis.error_reply('ERR wfc: ' .. msg) end
 
+-- AUX: the run's state field that says it has an applied, items or comp
+-- key. advance is not given those keys (its KEYS are the state, the events
+-- and the streams), so it leaves the end of such a run, which must set
+-- their expiry, to complete. Every write that may make one of them sets it:
+-- addop and addcomp.
+local function markaux() redis.call('HSET', STATE, 'run|aux', '1') end
+
+-- addop records an operation key as applied (running the script again
+-- changes nothing).
+local function addop(op)
+  redis.call('SADD', APPLIED, op)
+  markaux()
+end
+
+-- addcomp appends a completed execution with compensate to the run's
+-- compensation list.
+local function addcomp(x)
+  redis.call('RPUSH', COMP, x)
+  markaux()
+end
+
 local GC = {}
 local function gnode(id)
   local g = GC[id]

@@ -19,7 +19,7 @@ if A.item >= 0 then
   if cur ~= 'running' or (ist ~= 'queued' and ist ~= 'retrying') then ack(); return 'dup' end
 end
 
-redis.call('SADD', APPLIED, op)
+addop(op)
 local kind = 'exec'
 if A.item >= 0 then
   kind = 'item'

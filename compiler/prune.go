@@ -178,7 +178,6 @@ func filterEdges(es []ir.Edge, drop map[ir.Edge]bool) []ir.Edge {
 
 func (s *state) pruneBranch(n *node, in *ir.Node, isFalse, isTrue func(*ast.Expr) bool, removed map[ir.Edge]bool) {
 	var rules []ir.Rule
-	var kept []*ast.Rule
 	alwaysAt := -1
 	for i, r := range n.branch.Rules {
 		if r.Else {
@@ -194,7 +193,6 @@ func (s *state) pruneBranch(n *node, in *ir.Node, isFalse, isTrue func(*ast.Expr
 			continue
 		}
 		rules = append(rules, ir.Rule{When: s.irExpr(r.Cond), Targets: names(r.Targets)})
-		kept = append(kept, r)
 		if isTrue(r.Cond) {
 			s.errorf(diag.ConstCondition, r.Cond.Range, "branch rule is always true")
 			alwaysAt = i

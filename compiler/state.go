@@ -289,13 +289,3 @@ func (b bits) span() (lo, hi int) {
 	}
 	return lo, hi
 }
-
-// firstAnd returns the lowest index set in both b and o, or -1.
-func (b bits) firstAnd(o bits) int {
-	for i := range b {
-		if x := b[i] & o[i]; x != 0 {
-			return i*64 + mathbits.TrailingZeros64(x)
-		}
-	}
-	return -1
-}

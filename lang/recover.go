@@ -304,7 +304,8 @@ func (p *parser) recoverItems(toks []lexer.Token, s, e int, kw map[string]bool,
 			continue
 		}
 		var it ast.Item
-		ok, end := false, k
+		var ok bool
+		var end int
 		if p.fast {
 			fp.i = k - s
 			it, ok = fastParse(fp)

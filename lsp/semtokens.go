@@ -113,8 +113,7 @@ func collectTokens(f *source.File, res *compiler.Result) []semToken {
 			add(source.Range{Start: at, End: at + len(word)}, tokKeyword, 0, 1)
 		}
 	}
-	var value func(v *ast.Value)
-	value = func(v *ast.Value) {
+	value := func(v *ast.Value) {
 		if v == nil {
 			return
 		}

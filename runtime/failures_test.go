@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -295,6 +297,84 @@ func TestCompensationOrder(t *testing.T) {
 		}
 		if strings.Join(undone, " ") != `ship={"undo":"ship"} charge={"undo":"charge"} reserve={"undo":"reserve"}` {
 			t.Errorf("compensations: %v", undone)
+		}
+	})
+}
+
+// TestCompensationRetries: a compensation whose handler fails is retried
+// with its node's retry policy, through the timers, until it succeeds or
+// no attempt is left; a permanent error is not retried. The run stays
+// compensating meanwhile and ends when the compensation is recorded.
+func TestCompensationRetries(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		const delay = 40 // ms, fixed backoff
+		flow := func(handler string, fails int) *ir.Workflow {
+			return build(t, wfSpec{nodes: []*nodeSpec{
+				task("reserve", "noop", retry(3, ir.BackoffFixed, delay),
+					compensate(handler, ir.Param{Name: "fails", Value: konst(strconv.Itoa(fails))})),
+				task("charge", "fail", after("reserve"), with("message", konst(`"declined"`))),
+			}})
+		}
+		for _, c := range []struct {
+			name, handler string
+			fails         int
+			outcome       string // the comp event recording it
+			retries       int
+			err           string
+		}{
+			{"succeeds on the third attempt", "flaky", 2, "comp.completed", 2, ""},
+			{"no attempt left", "flaky", 5, "comp.failed", 2, "attempt 3 of 3: flaky: attempt 3 fails"},
+			{"permanent error", "perm", 0, "comp.failed", 0, "perm: permanent failure"},
+		} {
+			st := v.run(flow(c.handler, c.fails), nil)
+			if st.State != RunFailed || st.Compensation != "done" || st.Error != "declined" {
+				t.Fatalf("%s: %s comp=%q err=%q", c.name, st.State, st.Compensation, st.Error)
+			}
+			evs, err := v.e.Events(v.ctx, st.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var retries, recorded []Event
+			for _, ev := range evs {
+				switch ev.Type {
+				case "comp.retry":
+					retries = append(retries, ev)
+				case "comp.completed", "comp.failed":
+					recorded = append(recorded, ev)
+				}
+			}
+			if len(retries) != c.retries {
+				t.Errorf("%s: %d comp.retry events, want %d", c.name, len(retries), c.retries)
+			}
+			for i, ev := range retries {
+				if ev.Fields["attempt"] != strconv.Itoa(i+2) || ev.Fields["x"] != "reserve" {
+					t.Errorf("%s: retry %d: %v", c.name, i, ev.Fields)
+				}
+			}
+			if len(recorded) != 1 || recorded[0].Type != c.outcome {
+				t.Fatalf("%s: recorded %v, want one %s", c.name, recorded, c.outcome)
+			}
+			if c.outcome == "comp.completed" && recorded[0].Fields["output"] != `{"attempt":3}` {
+				t.Errorf("%s: output %s", c.name, recorded[0].Fields["output"])
+			}
+			if c.err != "" && recorded[0].Fields["error"] != c.err {
+				t.Errorf("%s: error %q, want %q", c.name, recorded[0].Fields["error"], c.err)
+			}
+			// Each retry waited for its backoff: the attempts' handlers ran
+			// at least delay apart.
+			v.mu.Lock()
+			starts := slices.Clone(v.times["compensate/"+st.RunID+"/reserve"])
+			v.mu.Unlock()
+			if len(starts) != c.retries+1 {
+				t.Errorf("%s: the compensation ran %d times, want %d", c.name, len(starts), c.retries+1)
+			}
+			for i := 1; i < len(starts); i++ {
+				if d := starts[i].Sub(starts[i-1]); d < delay*time.Millisecond {
+					t.Errorf("%s: attempt %d started %v after the one before, want >= %dms", c.name, i+1, d, delay)
+				}
+			}
 		}
 	})
 }

@@ -230,7 +230,7 @@ func TestConfirmingScripts(t *testing.T) {
 		{"advance", "ok", true}, {"complete", "ok", true}, {"retry", "ok", true},
 		{"expand", "ok", true}, {"itemdone", "ok", true},
 		{"complete", "failed", false}, {"advance", "inactive", false}, {"complete", "dup", false},
-		{"finish", "ok", false}, {"abort", "ok", false}, {"compdone", "ok", false}, {"cancel", "ok", false},
+		{"finish", "ok", false}, {"abort", "ok", false}, {"compdone", "ok", false}, {"compretry", "ok", false}, {"cancel", "ok", false},
 	} {
 		w.fresh.live = nil
 		j := &job{w: w, tok: Token{Run: "r", Gen: 2}}

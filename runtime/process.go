@@ -759,6 +759,29 @@ func (j *job) compensate() error {
 	if err != nil && j.ctx.Err() != nil {
 		return errAbandon
 	}
+	if err != nil {
+		// A compensation is retried like its node: the node's retry
+		// policy, through the timers (compretry), and recorded as failed
+		// when no attempt is left or the error is permanent.
+		attempts := 1
+		if n.Retry != nil && n.Retry.Attempts > 0 {
+			attempts = n.Retry.Attempts
+		}
+		attempt := max(j.tok.Attempt, 1)
+		if !handlers.IsPermanent(err) && attempt < attempts {
+			return j.script("compretry", struct {
+				base
+				Gen     int    `json:"gen"`
+				Idx     int    `json:"idx"`
+				Attempt int    `json:"attempt"`
+				Due     int64  `json:"due"`
+				Error   string `json:"error"`
+			}{j.base(), j.tok.Gen, idx, attempt, time.Now().Add(backoffDelay(n.Retry, attempt)).UnixMilli(), err.Error()})
+		}
+		if attempts > 1 && !handlers.IsPermanent(err) {
+			err = fmt.Errorf("attempt %d of %d: %w", attempt, attempts, err)
+		}
+	}
 	return done(out, err)
 }
 

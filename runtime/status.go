@@ -118,13 +118,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		return nil, err
 	}
 	states := stc.Val()
-	own := map[string]string{}
-	for _, n := range metaNames {
-		if v, ok := states[runField(n)]; ok {
-			own[n] = v
-		}
-	}
-	m, err := parseMeta(run, own)
+	m, err := parseMeta(run, metaFromHash(states))
 	if err != nil {
 		return nil, err
 	}

@@ -306,6 +306,18 @@ func metaMap(vals []any) map[string]string {
 	return h
 }
 
+// metaFromHash returns the run's own fields by name from its whole state
+// hash (an HGETALL reply).
+func metaFromHash(states map[string]string) map[string]string {
+	h := map[string]string{}
+	for _, n := range metaNames {
+		if v, ok := states[runField(n)]; ok {
+			h[n] = v
+		}
+	}
+	return h
+}
+
 func (s *store) meta(ctx context.Context, run string) (*runMeta, error) {
 	vals, err := s.ks.readMeta(ctx, s.rdb, run).Result()
 	if err != nil {

@@ -208,7 +208,7 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 		before := snapshot()
 		mq, ctl := ref.queueIndex(ControlQueue), ref.queueIndex(ControlQueue)
 		akeys := v.e.st.ks.advanceKeys(run, ref.queues)
-		good := []any{"a", "{}", 2, 0, nowMS(), Group, mq, msgs[0].ID, run, ctl, "0", "b", mq, 0, "c", mq, 0}
+		good := []any{"a", "{}", 2, 0, nowMS(), mq, msgs[0].ID, run, ctl, "0", "b", mq, 0, "c", mq, 0}
 		with := func(i int, val any) []any {
 			a := slices.Clone(good)
 			a[i] = val
@@ -218,16 +218,16 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			"argument count":       good[:len(good)-1],
 			"hop not a number":     with(2, "x"),
 			"gen not a number":     with(3, "x"),
-			"message queue index":  with(6, 99),
-			"message queue zero":   with(6, 0),
-			"control queue index":  with(9, 99),
-			"successor queue":      with(12, 99),
-			"successor queue text": with(15, "x"),
-			"successor queue zero": with(15, 0),
-			"fractional queue":     with(6, "1.5"),
-			"fractional successor": with(12, "1.5"),
-			"join size":            append(slices.Clone(good[:11]), "d", mq, "x"),
-			"fractional join size": append(slices.Clone(good[:11]), "d", mq, "1.5"),
+			"message queue index":  with(5, 99),
+			"message queue zero":   with(5, 0),
+			"control queue index":  with(8, 99),
+			"successor queue":      with(11, 99),
+			"successor queue text": with(14, "x"),
+			"successor queue zero": with(14, 0),
+			"fractional queue":     with(5, "1.5"),
+			"fractional successor": with(11, "1.5"),
+			"join size":            append(slices.Clone(good[:10]), "d", mq, "x"),
+			"fractional join size": append(slices.Clone(good[:10]), "d", mq, "1.5"),
 		} {
 			err := v.e.st.scripts["advance"].Run(v.ctx, v.e.st.rdb, akeys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "bad advance call") {
@@ -239,28 +239,45 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 		}
 		// begin: a new run id, each call malformed.
 		fresh := "bad-begin-run"
-		bkeys := v.e.st.keys(runRef{id: fresh, graph: ref.graph, queues: ref.queues})
-		bgood := []any{fresh, nowMS(), m.IR, m.Graph, strings.Join(m.Queues, ","), "w", "{}", 0, 0, 100, 100, 0, ctl, "a", mq}
+		bkeys := v.e.st.ks.beginKeys(fresh, ref.graph, ref.queues)
+		bgood := []any{fresh, nowMS(), m.IR, m.Graph, strings.Join(m.Queues, ","), "w", "{}", 0, 0, 100, 100, 0, "a", mq}
 		bwith := func(i int, val any) []any {
 			a := slices.Clone(bgood)
 			a[i] = val
 			return a
 		}
 		for name, args := range map[string][]any{
-			"no entries":             bgood[:13],
+			"no entries":             bgood[:12],
 			"max_hops not a number":  bwith(9, "x"),
-			"control queue index":    bwith(12, 99),
-			"entry queue index":      bwith(14, 99),
-			"fractional entry queue": bwith(14, "1.5"),
+			"entry queue index":      bwith(13, 99),
+			"entry queue zero":       bwith(13, 0),
+			"fractional entry queue": bwith(13, "1.5"),
 			"an entry twice":         append(slices.Clone(bgood), "a", mq),
+			"no control timers key":  nil, // the keys, below
 		} {
-			err := v.e.st.scripts["begin"].Run(v.ctx, v.e.st.rdb, bkeys, args...).Err()
+			keys := bkeys
+			if args == nil {
+				args, keys = bgood, bkeys[:3]
+			}
+			err := v.e.st.scripts["begin"].Run(v.ctx, v.e.st.rdb, keys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "bad begin call") {
 				t.Errorf("begin, %s: %v, want a bad call error", name, err)
 			}
-			if n, _ := v.e.st.rdb.Exists(v.ctx, bkeys[0], bkeys[2]).Result(); n != 0 {
+			if n, _ := v.e.st.rdb.Exists(v.ctx, bkeys[0], bkeys[1]).Result(); n != 0 {
 				t.Errorf("begin, %s: wrote the run's keys", name)
 			}
 		}
 	})
+}
+
+// TestScriptsGroup: the fast paths acknowledge messages in step.lua's GROUP,
+// which must be the group the workers read with (Group).
+func TestScriptsGroup(t *testing.T) {
+	src, err := ScriptSource("advance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "local GROUP = '" + Group + "'\n"; !strings.Contains(src, want) {
+		t.Errorf("step.lua does not define %q", want)
+	}
 }

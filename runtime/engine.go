@@ -428,13 +428,12 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (s
 	if e.opts.generalOnly {
 		return "", nil
 	}
-	ctl := ref.queueIndex(ControlQueue)
-	if ctl == 0 {
+	if ref.queueIndex(ControlQueue) == 0 {
 		return "", nil
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	args := []any{a.Run, a.Now, a.IR, a.Graph, strings.Join(a.Queues, ","), a.Workflow, a.Inputs,
-		i64(a.DeadlineMS), i64(a.DeadlineAt), strconv.Itoa(a.MaxHops), strconv.Itoa(a.MaxFanout), i64(a.Retention), ctl}
+		i64(a.DeadlineMS), i64(a.DeadlineAt), strconv.Itoa(a.MaxHops), strconv.Itoa(a.MaxFanout), i64(a.Retention)}
 	for _, en := range a.Entries {
 		g := p.graph[en[0]]
 		q := 0
@@ -446,7 +445,7 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (s
 		}
 		args = append(args, en[0], q)
 	}
-	res, err := e.st.scripts["begin"].Run(ctx, e.st.rdb, e.st.keys(ref), args...).Text()
+	res, err := e.st.scripts["begin"].Run(ctx, e.st.rdb, e.st.ks.beginKeys(ref.id, ref.graph, ref.queues), args...).Text()
 	if err != nil {
 		return "", err
 	}

@@ -124,6 +124,20 @@ func (k keyspace) advanceKeys(run string, queues []string) []string {
 	return keys
 }
 
+// beginKeys returns KEYS for begin, which has a layout of its own (the
+// keys it uses): the run's state and events, the graph, the control
+// queue's timers, then the stream of each of the run's queues.
+func (k keyspace) beginKeys(run, graphSuffix string, queues []string) []string {
+	s := k.shard(run)
+	base := k.runBase(run)
+	keys := make([]string, 0, 4+len(queues))
+	keys = append(keys, base+"state", base+"events", k.graph(s, graphSuffix), k.timers(s, ControlQueue))
+	for _, q := range queues {
+		keys = append(keys, k.stream(s, q))
+	}
+	return keys
+}
+
 // newRunID returns a 26-character, time-ordered, random id in Crockford
 // base32 (48 bits of milliseconds, 80 random bits).
 func newRunID() string {

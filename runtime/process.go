@@ -238,12 +238,12 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	args := make([]any, 0, 11+3*len(succ))
+	args := make([]any, 0, 10+3*len(succ))
 	outputs := "0"
 	if len(j.p.w.Outputs) > 0 {
 		outputs = "1"
 	}
-	args = append(args, j.tok.Node, a.Output, j.tok.Hop+1, j.tok.Gen, strconv.FormatInt(nowMS(), 10), Group, mq, j.msg.ID, j.tok.Run, ctl, outputs)
+	args = append(args, j.tok.Node, a.Output, j.tok.Hop+1, j.tok.Gen, strconv.FormatInt(nowMS(), 10), mq, j.msg.ID, j.tok.Run, ctl, outputs)
 	for _, s := range succ {
 		q := j.ref.queueIndex(queues[s.id])
 		if q == 0 {

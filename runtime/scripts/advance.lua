@@ -19,10 +19,10 @@
 --       applied, items or comp key (the general scripts that make one set
 --       the state field run|aux) or a deadline timer ends through complete.
 -- ARGV: 1 node, 2 output (JSON text), 3 hop of the executions it queues
---       (the token's hop + 1), 4 token gen, 5 now (ms), 6 group, 7 index
---       of the message's queue in the run's queues (1-based), 8 message id,
---       9 run id, 10 index of the control queue, 11 '1' when the workflow
---       has outputs (the graph's "_".outputs), then for each successor, in
+--       (the token's hop + 1), 4 token gen, 5 now (ms), 6 index of the
+--       message's queue in the run's queues (1-based), 7 message id, 8 run
+--       id, 9 index of the control queue, 10 '1' when the workflow has
+--       outputs (the graph's "_".outputs), then for each successor, in
 --       the order of the node's edges: its id, the index of its queue, and
 --       its number of incoming edges if it is a join, negative for a join
 --       any (else 0).
@@ -36,14 +36,14 @@
 -- few and sized when made.
 local A = ARGV
 local STATE, EVENTS = KEYS[1], KEYS[2]
-local node, out, nh, now, mid, run = A[1], A[2], A[3], A[5], A[8], A[9]
+local node, out, nh, now, mid, run = A[1], A[2], A[3], A[5], A[7], A[8]
 local na = #A
-local n = (na - 11) / 3
-local mq = tonumber(A[7])
+local n = (na - 10) / 3
+local mq = tonumber(A[6])
 local qmsg = mq and mq > 0 and mq % 1 == 0 and KEYS[2 + mq]
 -- The control queue is most often the message's.
-local ctl = A[10] == A[7] and mq or tonumber(A[10])
-if na < 11 or (na - 11) % 3 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] then
+local ctl = A[9] == A[6] and mq or tonumber(A[9])
+if na < 10 or (na - 10) % 3 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] then
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
@@ -57,10 +57,10 @@ local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops',
   COUNTER, 'run|aux', node, nil, nil, nil, nil, nil}
 local nf = 11
 for i = 1, n do
-  local id = A[9 + 3 * i]
+  local id = A[8 + 3 * i]
   nf = nf + 1
   f[nf] = id
-  if A[11 + 3 * i] ~= '0' then
+  if A[10 + 3 * i] ~= '0' then
     f[nf + 1] = id .. '|' .. node .. '|after'
     f[nf + 2] = id .. '|#f'
     f[nf + 3] = id .. '|#n'
@@ -78,11 +78,11 @@ if A[4] ~= gen then
   if not tg then return redis.error_reply('ERR wfc: bad advance call') end
   stale = tg < tonumber(gen)
 end
-if r[1] ~= 'running' then call('XACK', qmsg, A[6], mid); return 'inactive' end
-if stale then call('XACK', qmsg, A[6], mid); return 'stale' end
+if r[1] ~= 'running' then call('XACK', qmsg, GROUP, mid); return 'inactive' end
+if stale then call('XACK', qmsg, GROUP, mid); return 'stale' end
 local cur = r[9]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then
-  call('XACK', qmsg, A[6], mid)
+  call('XACK', qmsg, GROUP, mid)
   return 'dup'
 end
 
@@ -96,9 +96,9 @@ local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, nil, nil, n
 local ns, nexts, toks, dc, j = 6, {}, {}, -1, 9
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
-  local id, fire = A[9 + 3 * i], true
+  local id, fire = A[8 + 3 * i], true
   j = j + 1
-  local js = A[11 + 3 * i]
+  local js = A[10 + 3 * i]
   if js ~= '0' then
     -- A join: its number of incoming edges, negative for a join any.
     local nin = tonumber(js)
@@ -127,8 +127,8 @@ for i = 1, n do
   end
   if fire and not r[j] then
     -- The successor's queue is most often the message's.
-    local qa, q = A[10 + 3 * i], qmsg
-    if qa ~= A[7] then
+    local qa, q = A[9 + 3 * i], qmsg
+    if qa ~= A[6] then
       q = tonumber(qa)
       q = q and q > 0 and q % 1 == 0 and KEYS[2 + q]
     end
@@ -150,7 +150,7 @@ if c < 0 then return 'slow' end
 -- At counter zero the run ends (lib.lua's settle): through a finish token
 -- when it has outputs to evaluate (that token is one more unit), else at
 -- once, its status written with the rest.
-local outputs = A[11] == '1'
+local outputs = A[10] == '1'
 local ends = dc ~= 0 and c == 0
 local finishing = ends and outputs
 -- A run that ends here and has keys or a timer this script is not given
@@ -182,7 +182,7 @@ stepevent({'XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 
 for i = 1, 2 * dc + 1, 2 do
   call('XADD', toks[i], '*', 't', toks[i + 1])
 end
-call('XACK', qmsg, A[6], mid)
+call('XACK', qmsg, GROUP, mid)
 if finishing then
   call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen))
   stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)

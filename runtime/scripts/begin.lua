@@ -6,27 +6,29 @@
 -- — without lib.lua's prologue (only step.lua's) and without JSON to decode. When the graph
 -- is not stored it returns 'slow' before any write and the submitter calls
 -- start, which says why.
--- KEYS: as for the run scripts (lib.lua).
+-- KEYS: its own layout, the keys it uses (as advance has its own): 1 state,
+--       2 events, 3 graph, 4 the control queue's timers (the deadline
+--       timer), then for each of the run's queues (in the order of the
+--       run's queues) its stream, 4+i.
 -- ARGV: 1 run id, 2 now (ms), 3 IR hash, 4 graph suffix, 5 queues (comma-
 --       separated), 6 workflow, 7 inputs (JSON text), 8 deadline_ms,
 --       9 deadline_at (ms), 10 max_hops, 11 max_fanout, 12 retention (ms),
---       13 index of the control queue, then for each entry node: its id
---       and the index of its queue (1-based, in the run's queues).
+--       then for each entry node: its id and the index of its queue
+--       (1-based, in the run's queues).
 local A = ARGV
-local STATE, EVENTS, GRAPH = KEYS[1], KEYS[3], KEYS[4]
+local STATE, EVENTS, GRAPH, CTLTIMERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local run, now = A[1], A[2]
-local ctl = tonumber(A[13])
 local na = #A
-local n = (na - 13) / 2
-if n < 1 or (na - 13) % 2 ~= 0 or not tonumber(A[10]) or not ctl or ctl % 1 ~= 0 or not KEYS[6 + 2 * ctl] then
+local n = (na - 12) / 2
+if n < 1 or (na - 12) % 2 ~= 0 or not tonumber(A[10]) or not CTLTIMERS then
   return redis.error_reply('ERR wfc: bad begin call')
 end
 -- Each entry's stream (toks[i]), checked before any write; an entry named
 -- twice is a bad call too.
 local toks, seen = {}, n > 1 and {} or nil
 for i = 1, n do
-  local id, q = A[12 + 2 * i], tonumber(A[13 + 2 * i])
-  toks[i] = q and q % 1 == 0 and KEYS[5 + 2 * q]
+  local id, q = A[11 + 2 * i], tonumber(A[12 + 2 * i])
+  toks[i] = q and q > 0 and q % 1 == 0 and KEYS[4 + q]
   if not toks[i] then return redis.error_reply('ERR wfc: bad begin call') end
   if seen then
     if seen[id] then return redis.error_reply('ERR wfc: bad begin call') end
@@ -46,7 +48,7 @@ local sets = {'HSET', STATE, 'run|graph', A[4], 'run|status', 'running', 'run|ge
   COUNTER, itos(n), nil, nil, nil, nil}
 local ns, nexts = 28, {}
 for i = 1, n do
-  local id = A[12 + 2 * i]
+  local id = A[11 + 2 * i]
   sets[ns + 1] = id
   sets[ns + 2] = 'queued'
   sets[ns + 3] = 'hop|' .. id
@@ -56,13 +58,13 @@ for i = 1, n do
 end
 call(unpack(sets, 1, ns))
 for i = 1, n do
-  call('XADD', toks[i], '*', 't', tokenjson('exec', run, A[12 + 2 * i], '', '1', '1', '-1', '0', A[4], A[10]))
+  call('XADD', toks[i], '*', 't', tokenjson('exec', run, A[11 + 2 * i], '', '1', '1', '-1', '0', A[4], A[10]))
 end
 -- One event: the entries it queued are in its field next (start.lua folds
 -- them the same way).
 stepevent({'XADD', EVENTS, '*', 'type', 'run.started', 'ts', now, 'ir', A[3], 'workflow', A[6], 'inputs', A[7],
   nil, nil, nil, nil}, 13, n, nexts, n)
 if A[8] ~= '0' and A[8] + 0 > 0 then
-  call('ZADD', KEYS[6 + 2 * ctl], A[9], deadlinejson(run, '0'))
+  call('ZADD', CTLTIMERS, A[9], deadlinejson(run, '0'))
 end
 return 'ok'

@@ -18,6 +18,10 @@
 -- CPU against 35.
 local COUNTER = 'run|counter'
 
+-- GROUP: the consumer group of every queue stream (runtime.Group; a test
+-- keeps the two equal). The fast paths acknowledge their message in it.
+local GROUP = 'wfc'
+
 -- call is redis.call: a local is read without the two table lookups
 -- (globals, then redis) that each use of redis.call costs.
 local call = redis.call

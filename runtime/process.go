@@ -474,13 +474,8 @@ func (j *job) handlerFailed(err error, item int) error {
 	if errors.As(err, &re) {
 		return re.error
 	}
-	attempts := 1
-	if j.n.Retry != nil && j.n.Retry.Attempts > 0 {
-		attempts = j.n.Retry.Attempts
-	}
 	attempt := max(j.tok.Attempt, 1)
-	if !handlers.IsPermanent(err) && attempt < attempts {
-		due := time.Now().Add(backoffDelay(j.n.Retry, attempt)).UnixMilli()
+	if due, retry := retryDue(j.n.Retry, attempt, err); retry {
 		return j.script("retry", struct {
 			base
 			Node    string `json:"node"`
@@ -493,10 +488,33 @@ func (j *job) handlerFailed(err error, item int) error {
 			Error   string `json:"error"`
 		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, err.Error()})
 	}
-	if attempts > 1 && !handlers.IsPermanent(err) {
-		err = fmt.Errorf("attempt %d of %d: %w", attempt, attempts, err)
+	return j.failNode(lastAttempt(j.n.Retry, attempt, err), item)
+}
+
+// retryDue tells whether a failed attempt of a handler under the retry
+// policy r (a task's, which its compensation follows too) is retried, and
+// when (ms): a retryable error with attempts left.
+func retryDue(r *ir.Retry, attempt int, err error) (int64, bool) {
+	if handlers.IsPermanent(err) || attempt >= retryAttempts(r) {
+		return 0, false
 	}
-	return j.failNode(err, item)
+	return time.Now().Add(backoffDelay(r, attempt)).UnixMilli(), true
+}
+
+// lastAttempt is the error recorded for a failed attempt that is not
+// retried: with the attempt count when the policy allowed several.
+func lastAttempt(r *ir.Retry, attempt int, err error) error {
+	if n := retryAttempts(r); n > 1 && !handlers.IsPermanent(err) {
+		return fmt.Errorf("attempt %d of %d: %w", attempt, n, err)
+	}
+	return err
+}
+
+func retryAttempts(r *ir.Retry) int {
+	if r != nil && r.Attempts > 0 {
+		return r.Attempts
+	}
+	return 1
 }
 
 // evalFailed fails the node for an expression that did not evaluate
@@ -763,12 +781,8 @@ func (j *job) compensate() error {
 		// A compensation is retried like its node: the node's retry
 		// policy, through the timers (compretry), and recorded as failed
 		// when no attempt is left or the error is permanent.
-		attempts := 1
-		if n.Retry != nil && n.Retry.Attempts > 0 {
-			attempts = n.Retry.Attempts
-		}
 		attempt := max(j.tok.Attempt, 1)
-		if !handlers.IsPermanent(err) && attempt < attempts {
+		if due, retry := retryDue(n.Retry, attempt, err); retry {
 			return j.script("compretry", struct {
 				base
 				Gen     int    `json:"gen"`
@@ -776,11 +790,9 @@ func (j *job) compensate() error {
 				Attempt int    `json:"attempt"`
 				Due     int64  `json:"due"`
 				Error   string `json:"error"`
-			}{j.base(), j.tok.Gen, idx, attempt, time.Now().Add(backoffDelay(n.Retry, attempt)).UnixMilli(), err.Error()})
+			}{j.base(), j.tok.Gen, idx, attempt, due, err.Error()})
 		}
-		if attempts > 1 && !handlers.IsPermanent(err) {
-			err = fmt.Errorf("attempt %d of %d: %w", attempt, attempts, err)
-		}
+		err = lastAttempt(n.Retry, attempt, err)
 	}
 	return done(out, err)
 }

@@ -247,13 +247,15 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			return a
 		}
 		for name, args := range map[string][]any{
-			"no entries":             bgood[:12],
-			"max_hops not a number":  bwith(9, "x"),
-			"entry queue index":      bwith(13, 99),
-			"entry queue zero":       bwith(13, 0),
-			"fractional entry queue": bwith(13, "1.5"),
-			"an entry twice":         append(slices.Clone(bgood), "a", mq),
-			"no control timers key":  nil, // the keys, below
+			"no entries":               bgood[:12],
+			"max_hops not a number":    bwith(9, "x"),
+			"deadline not a number":    bwith(7, "x"),
+			"deadline_at not a number": func() []any { a := bwith(8, "x"); a[7] = 1000; return a }(),
+			"entry queue index":        bwith(13, 99),
+			"entry queue zero":         bwith(13, 0),
+			"fractional entry queue":   bwith(13, "1.5"),
+			"an entry twice":           append(slices.Clone(bgood), "a", mq),
+			"no control timers key":    nil, // the keys, below
 		} {
 			keys := bkeys
 			if args == nil {

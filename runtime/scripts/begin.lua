@@ -20,7 +20,11 @@ local STATE, EVENTS, GRAPH, CTLTIMERS = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local run, now = A[1], A[2]
 local na = #A
 local n = (na - 12) / 2
-if n < 1 or (na - 12) % 2 ~= 0 or not tonumber(A[10]) or not CTLTIMERS then
+-- Numbers it writes or computes with are checked here, before any write: a
+-- script that errors half-way keeps its writes.
+local dlms = tonumber(A[8])
+if n < 1 or (na - 12) % 2 ~= 0 or not tonumber(A[10]) or not dlms or dlms > 0 and not tonumber(A[9])
+    or not CTLTIMERS then
   return redis.error_reply('ERR wfc: bad begin call')
 end
 -- Each entry's stream (toks[i]), checked before any write; an entry named
@@ -64,7 +68,7 @@ end
 -- them the same way).
 stepevent({'XADD', EVENTS, '*', 'type', 'run.started', 'ts', now, 'ir', A[3], 'workflow', A[6], 'inputs', A[7],
   nil, nil, nil, nil}, 13, n, nexts, n)
-if A[8] ~= '0' and A[8] + 0 > 0 then
+if dlms > 0 then
   call('ZADD', CTLTIMERS, A[9], deadlinejson(run, '0'))
 end
 return 'ok'

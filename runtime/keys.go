@@ -114,14 +114,9 @@ func (k keyspace) scriptKeys(run, graphSuffix string, queues []string) []string 
 // keys it uses until a run's last step): the run's state and events, then
 // the stream of each of the run's queues.
 func (k keyspace) advanceKeys(run string, queues []string) []string {
-	s := k.shard(run)
-	base := k.runBase(run)
-	keys := make([]string, 0, 2+len(queues))
-	keys = append(keys, base+"state", base+"events")
-	for _, q := range queues {
-		keys = append(keys, k.stream(s, q))
-	}
-	return keys
+	keys := make([]string, 2, 2+len(queues))
+	keys[0], keys[1] = k.state(run), k.events(run)
+	return k.appendStreams(keys, k.shard(run), queues)
 }
 
 // beginKeys returns KEYS for begin, which has a layout of its own (the
@@ -129,9 +124,12 @@ func (k keyspace) advanceKeys(run string, queues []string) []string {
 // queue's timers, then the stream of each of the run's queues.
 func (k keyspace) beginKeys(run, graphSuffix string, queues []string) []string {
 	s := k.shard(run)
-	base := k.runBase(run)
-	keys := make([]string, 0, 4+len(queues))
-	keys = append(keys, base+"state", base+"events", k.graph(s, graphSuffix), k.timers(s, ControlQueue))
+	keys := append(make([]string, 0, 4+len(queues)), k.state(run), k.events(run), k.graph(s, graphSuffix), k.timers(s, ControlQueue))
+	return k.appendStreams(keys, s, queues)
+}
+
+// appendStreams appends the stream key of each queue of shard s.
+func (k keyspace) appendStreams(keys []string, s int, queues []string) []string {
 	for _, q := range queues {
 		keys = append(keys, k.stream(s, q))
 	}

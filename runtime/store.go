@@ -144,7 +144,6 @@ type msgRef struct {
 type base struct {
 	Run    string   `json:"run"`
 	Now    string   `json:"now"`
-	Group  string   `json:"group"`
 	Queues []string `json:"queues"`
 	Msg    *msgRef  `json:"msg,omitempty"`
 }
@@ -152,7 +151,7 @@ type base struct {
 func nowMS() int64 { return time.Now().UnixMilli() }
 
 func (s *store) base(r runRef, msg *msgRef) base {
-	return base{Run: r.id, Now: strconv.FormatInt(nowMS(), 10), Group: Group, Queues: r.queues, Msg: msg}
+	return base{Run: r.id, Now: strconv.FormatInt(nowMS(), 10), Queues: r.queues, Msg: msg}
 }
 
 // ErrUnknownRun is returned for a run id that names no run: it was never

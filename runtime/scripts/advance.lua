@@ -132,7 +132,8 @@ for i = 1, n do
       q = tonumber(qa)
       q = q and q > 0 and q % 1 == 0 and KEYS[2 + q]
     end
-    if not q or not tonumber(nh) then return redis.error_reply('ERR wfc: bad advance call') end
+    -- The hop is checked once, at the first execution it is written for.
+    if not q or dc == -1 and not tonumber(nh) then return redis.error_reply('ERR wfc: bad advance call') end
     dc = dc + 1
     sets[ns + 1] = id
     sets[ns + 2] = 'queued'

@@ -9,7 +9,8 @@
 -- the run's own fields (run|status, run|gen, run|counter, run|graph, ...:
 -- docs/runtime.md, "Keys"), execution states (x, hop|x, err|x, att|x),
 -- outputs (out|x) and join bookkeeping (x|from|kind, x|#n, x|#r, x|#f).
--- ARGV[1]: a JSON object A with at least run, now (ms), group, queues.
+-- ARGV[1]: a JSON object A with at least run, now (ms), queues. Messages
+-- are acknowledged in step.lua's GROUP.
 --
 -- Rules every script follows: all preconditions are checked before the
 -- first write (a script that errors half-way keeps its writes); every
@@ -17,9 +18,8 @@
 -- running a script twice changes nothing.
 local STATE, APPLIED, EVENTS, GRAPH, ITEMS, COMP =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local JOINS = STATE
 local A = cjson.decode(ARGV[1])
-local RUN, NOW, GROUP = A.run, A.now, A.group
+local RUN, NOW = A.run, A.now
 local GEN = 0
 -- GSFX, MAXHOPS: the run's graph suffix and hop limit, which exec tokens
 -- carry (step.lua).
@@ -229,7 +229,7 @@ local function joincount(to, g, vec)
   local n, r = 0, 0
   for _, e in ipairs(g['in']) do
     local v = edgevec(g, vec, gnode(e[1]))
-    local val = redis.call('HGET', JOINS, xkey(to, v) .. '|' .. e[1] .. '|' .. e[2])
+    local val = redis.call('HGET', STATE, xkey(to, v) .. '|' .. e[1] .. '|' .. e[2])
     if val then
       n = n + 1
       if val == '1' then r = r + 1 end
@@ -246,26 +246,26 @@ local function arrive(to, vec, from, kind, real, hop)
     return
   end
   local jk = xkey(to, vec)
-  if redis.call('HSETNX', JOINS, jk .. '|' .. from .. '|' .. kind, real and '1' or '0') == 0 then return end
+  if redis.call('HSETNX', STATE, jk .. '|' .. from .. '|' .. kind, real and '1' or '0') == 0 then return end
   local n, r
   if vec == '' then
-    n = redis.call('HINCRBY', JOINS, jk .. '|#n', 1)
+    n = redis.call('HINCRBY', STATE, jk .. '|#n', 1)
     if real then
-      r = redis.call('HINCRBY', JOINS, jk .. '|#r', 1)
+      r = redis.call('HINCRBY', STATE, jk .. '|#r', 1)
     else
-      r = tonumber(redis.call('HGET', JOINS, jk .. '|#r') or '0')
+      r = tonumber(redis.call('HGET', STATE, jk .. '|#r') or '0')
     end
   else
     n, r = joincount(to, g, vec)
   end
   if g.join == 'any' then
     if real then
-      if redis.call('HSETNX', JOINS, jk .. '|#f', '1') == 1 then dispatch(to, vec, hop + 1) end
+      if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then dispatch(to, vec, hop + 1) end
     elseif n >= #ins and r == 0 then
-      if redis.call('HSETNX', JOINS, jk .. '|#f', '1') == 1 then skipnode(to, vec, hop) end
+      if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then skipnode(to, vec, hop) end
     end
   elseif n >= #ins then
-    if redis.call('HSETNX', JOINS, jk .. '|#f', '1') == 1 then
+    if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then
       if r > 0 then dispatch(to, vec, hop + 1) else skipnode(to, vec, hop) end
     end
   end

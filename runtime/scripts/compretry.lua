@@ -4,19 +4,12 @@
 -- timers at due. Until compdone records the compensation, the run stays
 -- compensating.
 -- A: gen, msg, idx, attempt (the one that failed), due (ms), error.
-local st = header()
-if not st then return fail('unknown run ' .. RUN) end
-if not checkmsg() then return fail('the message queue is not a queue of the run') end
-if st ~= 'failed' then ack(); return 'inactive' end
-if A.gen < GEN then ack(); return 'stale' end
+-- Not if an earlier delivery of this compensation was recorded (it
+-- succeeded or gave up), or the run is no longer compensating.
+local x, reply = compensating(A.idx)
+if not x then return reply end
 local op = 'kr:' .. tostring(A.idx) .. ':' .. tostring(A.attempt) .. ':' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
--- Already recorded (an earlier delivery of this compensation succeeded or
--- gave up), or the run is no longer compensating.
-if redis.call('SISMEMBER', APPLIED, 'k:' .. tostring(A.idx) .. ':' .. tostring(GEN)) == 1 then ack(); return 'dup' end
-if redis.call('HGET', STATE, 'run|comp') ~= 'running' then ack(); return 'dup' end
-local x = redis.call('LINDEX', COMP, A.idx)
-if not x then return fail('no compensation ' .. tostring(A.idx)) end
 local n, vec = splitx(x)
 local g = gnode(n)
 if not g or not g.cq then return fail('node ' .. n .. ' has no compensation queue') end

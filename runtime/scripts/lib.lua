@@ -338,6 +338,27 @@ local function header()
   return m[1]
 end
 
+-- compensating checks a message about compensation idx of the run (A.gen,
+-- A.msg) before compdone or compretry writes: it returns the compensation's
+-- exec key and its operation key (k:<idx>:<gen>, set when it is
+-- recorded), or nil and the reply — the run is unknown, not failed, of an
+-- older generation, no longer compensating, or the compensation is
+-- already recorded (acknowledged), or the call is bad.
+local function compensating(idx)
+  local st = header()
+  if not st then return nil, fail('unknown run ' .. RUN) end
+  if not checkmsg() then return nil, fail('the message queue is not a queue of the run') end
+  if st ~= 'failed' then ack(); return nil, 'inactive' end
+  if A.gen < GEN then ack(); return nil, 'stale' end
+  local op = 'k:' .. tostring(idx) .. ':' .. tostring(GEN)
+  if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return nil, 'dup' end
+  if redis.call('HGET', STATE, 'run|comp') ~= 'running' then ack(); return nil, 'dup' end
+  local x = redis.call('LINDEX', COMP, idx)
+  if not x then return nil, fail('no compensation ' .. tostring(idx)) end
+  return x, op
+end
+
+
 local function terminal(st)
   return st == 'completed' or st == 'skipped' or st == 'failed'
 end

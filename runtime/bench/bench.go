@@ -354,6 +354,26 @@ type recorder struct {
 
 type runTimes struct {
 	start, end map[string]int64 // node -> unix ns
+	// submitted is when the run's submission began (unix ns; 0: not
+	// known): its entry tokens are in flight from then on.
+	submitted int64
+}
+
+// get returns the times of a run, made if new. The caller holds r.mu.
+func (r *recorder) get(run string) *runTimes {
+	rt := r.runs[run]
+	if rt == nil {
+		rt = &runTimes{start: map[string]int64{}, end: map[string]int64{}}
+		r.runs[run] = rt
+	}
+	return rt
+}
+
+// markSubmitted records that a run's submission began at t (unix ns).
+func (r *recorder) markSubmitted(run string, t int64) {
+	r.mu.Lock()
+	r.get(run).submitted = t
+	r.mu.Unlock()
 }
 
 func (r *recorder) handler(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
@@ -362,11 +382,7 @@ func (r *recorder) handler(ctx context.Context, req handlers.Request) (json.RawM
 	out := json.RawMessage("{}") // what the built-in noop returns
 	t1 := time.Now().UnixNano()
 	r.mu.Lock()
-	rt := r.runs[req.RunID]
-	if rt == nil {
-		rt = &runTimes{start: map[string]int64{}, end: map[string]int64{}}
-		r.runs[req.RunID] = rt
-	}
+	rt := r.get(req.RunID)
 	rt.start[req.Node] = t0
 	rt.end[req.Node] = t1
 	r.mu.Unlock()
@@ -405,9 +421,15 @@ func (r *recorder) hops(w *ir.Workflow) []float64 {
 }
 
 // tokens returns the mean number of tokens in flight over secs: for every
-// execution, the time from its node's becoming ready (its last
-// predecessor's handler ended; for an entry node, its own handler's start,
-// as the submission is not timed) to its handler's end.
+// execution, the time from its node's becoming ready to its handler's end.
+// A node is ready when its last predecessor's handler ended (its token is
+// then being written: a completion's round trip is in flight), an entry
+// node when its run's submission began (likewise: begin writes its token),
+// or, when that is not known, at its own handler's start. Until
+// 2026-11-25 an entry node counted from its handler's start, leaving out
+// its wait in the queue: a lone chain run, always one token, measured
+// 0.8, and the four-worker diamond, whose entry is one of four
+// executions, about three quarters of its tokens.
 func (r *recorder) tokens(w *ir.Workflow, secs float64) float64 {
 	if secs <= 0 {
 		return 0
@@ -427,6 +449,8 @@ func (r *recorder) tokens(w *ir.Workflow, secs float64) float64 {
 				for _, p := range ps {
 					ready = max(ready, rt.end[p])
 				}
+			} else if rt.submitted > 0 && rt.submitted < start {
+				ready = rt.submitted
 			}
 			if end := rt.end[node]; ready > 0 && end >= ready {
 				sum += float64(end-ready) / 1e9
@@ -511,7 +535,11 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 		ids = append(ids, "")
 		i := len(ids) - 1
 		mu.Unlock()
+		t0 := time.Now().UnixNano()
 		id, err := b.sub.Submit(ctx, w, nil)
+		if err == nil {
+			rec.markSubmitted(id, t0)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		ids[i] = id

@@ -203,3 +203,50 @@ func TestMedians(t *testing.T) {
 		t.Errorf("scenario over rounds: %+v", sc)
 	}
 }
+
+// The tokens in flight of a diamond, from its handlers' times: every
+// execution counts from its node's becoming ready — the entry from its
+// run's submission, a join from its last parent's end — to its own end.
+func TestTokens(t *testing.T) {
+	w, err := Workflow("diamond")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, sink := w.Edges[0].From, w.Terminals[0]
+	var mid []string
+	for _, e := range w.Edges {
+		if e.From == entry {
+			mid = append(mid, e.To)
+		}
+	}
+	if len(mid) != 2 {
+		t.Fatalf("diamond edges %+v", w.Edges)
+	}
+	// Times in ms after t0.
+	const ms, t0 = int64(time.Millisecond), int64(1_700_000_000_000_000_000)
+	rec := &recorder{runs: map[string]*runTimes{}}
+	times := func(run string, node string, start, end int64) {
+		rt := rec.get(run)
+		rt.start[node], rt.end[node] = t0+start*ms, t0+end*ms
+	}
+	// Run 1, submitted at 0: the entry waits 2 ms in its queue and runs
+	// 1; the siblings are ready at 3 and end at 4 and 6; the join is
+	// ready at 6 and ends at 8. Tokens: 3 + 1 + 3 + 2 = 9 ms.
+	rec.markSubmitted("r1", t0)
+	times("r1", entry, 2, 3)
+	times("r1", mid[0], 3, 4)
+	times("r1", mid[1], 5, 6)
+	times("r1", sink, 7, 8)
+	// Run 2, its submission not known: the entry counts from its start.
+	// Tokens: 1 + 1 + 1 + 1 = 4 ms.
+	times("r2", entry, 10, 11)
+	times("r2", mid[0], 11, 12)
+	times("r2", mid[1], 11, 12)
+	times("r2", sink, 12, 13)
+	if got, want := rec.tokens(w, 0.013), 13.0/13; math.Abs(got-want) > 1e-9 {
+		t.Errorf("tokens %.4f, want %.4f", got, want)
+	}
+	if got := rec.tokens(w, 0); got != 0 {
+		t.Errorf("tokens over no time: %v", got)
+	}
+}

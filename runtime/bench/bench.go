@@ -425,9 +425,9 @@ func (r *recorder) hops(w *ir.Workflow) []float64 {
 // A node is ready when its last predecessor's handler ended (its token is
 // then being written: a completion's round trip is in flight), an entry
 // node when its run's submission began (likewise: begin writes its token),
-// or, when that is not known, at its own handler's start. Until
-// 2026-11-24 (later) an entry node counted from its handler's start, leaving out
-// its wait in the queue: a lone chain run, always one token, measured
+// or, when that is not known, at its own handler's start. Before a fix
+// of 2026-11-24, an entry node counted from its handler's start, leaving
+// out its wait in the queue: a lone chain run, always one token, measured
 // 0.8, and the four-worker diamond, whose entry is one of four
 // executions, about three quarters of its tokens.
 func (r *recorder) tokens(w *ir.Workflow, secs float64) float64 {

@@ -1,13 +1,44 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// go-redis logs what its pools go through (every failed dial, every
+// connection it drops) straight to standard error, in its own format: with
+// Redis down, a "wfc status" printed a dozen "failed to dial after 5
+// attempts" lines before its own one-line error. The runtime reports what
+// matters itself (an error returned, a worker's warning with backoff), so
+// go-redis's lines go to the engine's logger at debug level, where
+// "wfc worker -v" shows them. go-redis has one logger per process: the
+// last engine opened gets them.
+var (
+	redisLogOnce sync.Once
+	redisLogTo   atomic.Pointer[slog.Logger]
+)
+
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := redisLogTo.Load(); l != nil && l.Enabled(ctx, slog.LevelDebug) {
+		l.DebugContext(ctx, "go-redis: "+strings.TrimSpace(fmt.Sprintf(format, v...)))
+	}
+}
+
+// routeRedisLogs sends go-redis's own log lines to l at debug level.
+func routeRedisLogs(l *slog.Logger) {
+	redisLogTo.Store(l)
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{}) })
+}
 
 // The URL schemes of a Redis Cluster: redis+cluster://[user:pass@]host:port[,host:port...][?options]
 // (rediss+cluster:// for TLS). The hosts are seed nodes; the client

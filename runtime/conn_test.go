@@ -1,8 +1,12 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -68,4 +72,43 @@ func TestShardReadersShareSlots(t *testing.T) {
 			t.Errorf("4 runs of a 5-node chain took %v", d)
 		}
 	})
+}
+
+// go-redis's own log lines (here: its failed dials) go to the engine's
+// logger at debug level, not to standard error in go-redis's format.
+func TestRedisLogsGoToTheEngineLogger(t *testing.T) {
+	// A port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var buf syncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, err = Open(context.Background(), Options{RedisURL: "redis://" + addr, ConnectTimeout: 1500 * time.Millisecond, Logger: log})
+	if err == nil || !strings.Contains(err.Error(), "cannot reach Redis at "+addr) {
+		t.Fatalf("open: %v", err)
+	}
+	if out := buf.String(); !strings.Contains(out, "level=DEBUG") || !strings.Contains(out, "go-redis: ") || !strings.Contains(out, addr) {
+		t.Errorf("engine log:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for go-redis's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

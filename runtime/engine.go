@@ -52,7 +52,9 @@ type Options struct {
 	// ConnectTimeout bounds how long Open waits for Redis (default 5 s).
 	ConnectTimeout time.Duration
 	// Logger receives the engine's and its workers' logs (default
-	// slog.Default()).
+	// slog.Default()), and go-redis's own lines (failed dials, dropped
+	// connections) at debug level: go-redis has one logger per process,
+	// so they go to the logger of the engine opened last.
 	Logger *slog.Logger
 
 	// generalOnly (tests): runs start without the fast path
@@ -133,6 +135,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Logger = slog.Default()
 	}
 	e := &Engine{opts: opts, log: opts.Logger, plans: map[string]*plan{}, groups: map[string]bool{}}
+	routeRedisLogs(opts.Logger)
 	url := opts.RedisURL
 	if url == "" {
 		m := miniredis.NewMiniRedis()

@@ -231,12 +231,19 @@ func reference(ns []*mnode, flags []bool) (map[string]string, bool) {
 	return states, false
 }
 
-func TestRandomDAGsAgainstModel(t *testing.T) {
+// seedFromEnv returns $WFC_SEED, or a random seed, and logs it.
+func seedFromEnv(t *testing.T) uint64 {
+	t.Helper()
 	seed := uint64(rand.Int64())
 	if s := os.Getenv("WFC_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (WFC_SEED=%d to replay)", seed, seed)
+	return seed
+}
+
+func TestRandomDAGsAgainstModel(t *testing.T) {
+	seed := seedFromEnv(t)
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
 		v.worker(func(o *WorkerOptions) { o.Concurrency = 16 })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,6 +68,108 @@ func TestDuplicateDeliveryStorm(t *testing.T) {
 			t.Errorf("stats %+v: duplicates were not seen", s)
 		}
 	})
+}
+
+// T4: a flaky network between the runtime and Redis. Connections are cut
+// at random, wherever their commands are, and replies are lost after the
+// server ran the commands (go-redis sends them again: a script runs twice,
+// a read's messages are delivered to nobody). Every run still completes
+// with its result, each transition applied once (check's invariants), and
+// no message is left pending. WFC_SEED=n repeats a seed's faults (their
+// timing differs).
+func TestFlakyNetwork(t *testing.T) {
+	for _, name := range []string{"miniredis", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var target string
+			if name == "redis" {
+				redistest.Require(t)
+				target = redistest.Start(t, redistest.Options{}).Addr()
+			} else {
+				target = miniredis.RunT(t).Addr()
+			}
+			p, err := redistest.NewProxy(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Close)
+			v := newEnv(t, backend{name + "-flaky", func(testing.TB) string { return "redis://" + p.Addr() }})
+			registerPoll(v)
+			w1, w2 := v.worker(), v.worker()
+
+			seed := seedFromEnv(t)
+			r := rand.New(rand.NewPCG(seed, 0))
+			stop, done := make(chan struct{}), make(chan struct{})
+			var cuts int
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Duration(5+r.IntN(30)) * time.Millisecond):
+					}
+					// A connection cut anywhere, or the reply lost of a
+					// script (a completion, a submit, a timer's), of a
+					// read, or of any command.
+					switch r.IntN(4) {
+					case 0:
+						if p.Cut(r) {
+							cuts++
+						}
+					case 1:
+						p.LoseReply("evalsha")
+					case 2:
+						p.LoseReply("xreadgroup")
+					default:
+						p.LoseReply("")
+					}
+				}
+			}()
+			// Submits under the same faults, each with an id of its own
+			// and retried until one is accepted (a submit whose reply was
+			// lost started the run once: WithRunID).
+			w := mixed(t)
+			var ids []string
+			for i := range 12 {
+				id := fmt.Sprintf("flaky-%d", i)
+				for attempt := 1; ; attempt++ {
+					_, err := v.e.Submit(v.ctx, w, nil, WithRunID(id))
+					if err == nil {
+						break
+					}
+					if attempt == 50 {
+						t.Fatalf("submit %s: %v", id, err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				ids = append(ids, id)
+				time.Sleep(40 * time.Millisecond)
+			}
+			// Faults go on until replies were lost on the way (at least
+			// a second more, at most ten).
+			for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
+				if p.Lost() >= 10 && time.Since(start) > time.Second {
+					break
+				}
+			}
+			close(stop)
+			<-done
+			if p.Lost() == 0 {
+				t.Fatalf("seed %d: no reply was lost (%d cuts): nothing was tested", seed, cuts)
+			}
+			t.Logf("seed %d: %d connections cut, %d replies lost", seed, cuts, p.Lost())
+			for _, id := range ids {
+				st := v.wait(id)
+				if st.State != RunCompleted || string(st.Result) != mixedResult {
+					t.Fatalf("seed %d: %s: %s %s %s", seed, id, st.State, st.Result, st.Error)
+				}
+			}
+			waitNoPending(t, v.e)
+			s1, s2 := w1.Stats(), w2.Stats()
+			t.Logf("workers: %+v; %+v", s1, s2)
+		})
+	}
 }
 
 // T5: 50 parents complete at the same moment into one join, which fires

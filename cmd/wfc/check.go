@@ -19,8 +19,8 @@ With --json, check writes one JSON document to standard output instead:
 
   {"files": [{"file": "a.wf", "diagnostics": [...]}], "errors": 0, "warnings": 0}
 
-A file that cannot be read has an "error" string instead and counts as one
-error. Each diagnostic has code, severity, span (file, start and end with
+A file that cannot be read has an "error" string (and no diagnostics: an
+empty list) and counts as one error. Each diagnostic has code, severity, span (file, start and end with
 offset, line, col), message, and when present hint, related and fixes.
 
 Exit codes: 0 no errors (warnings allowed), 1 errors or a file that cannot

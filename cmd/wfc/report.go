@@ -15,8 +15,9 @@ import (
 //
 //	{"files": [{"file": ..., "diagnostics": [...]}], "errors": N, "warnings": N}
 //
-// A file that could not be read has "error" instead of diagnostics and
-// counts as one error. Fields are only ever added.
+// A file that could not be read has "error" and an empty diagnostics list
+// (always a list, so that readers can range over it) and counts as one
+// error. Fields are only ever added.
 type report struct {
 	Files    []fileReport `json:"files"`
 	Errors   int          `json:"errors"`

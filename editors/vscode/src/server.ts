@@ -86,7 +86,7 @@ export function missingServerMessage(command: string): string {
   const where = command.includes('/') || command.includes('\\') ? `at "${command}"` : `"${command}" on PATH`;
   return (
     `wfc: cannot start the language server: no executable ${where}. ` +
-    'Install wfc (`go install github.com/wfc-lang/wfc/cmd/wfc@latest`) or set "wfc.server.path" to the wfc binary. ' +
+    'Install wfc (`go install ./cmd/wfc` in a clone of the wfc repository) or set "wfc.server.path" to the wfc binary. ' +
     'Syntax highlighting works without it.'
   );
 }

@@ -68,7 +68,7 @@ test('the missing-binary message says what to do', () => {
   const m = server.missingServerMessage('wfc');
   assert.match(m, /"wfc" on PATH/);
   assert.match(m, /wfc\.server\.path/);
-  assert.match(m, /go install github\.com\/wfc-lang\/wfc\/cmd\/wfc@latest/);
+  assert.match(m, /go install \.\/cmd\/wfc` in a clone of the wfc repository/);
   assert.match(server.missingServerMessage('/opt/wfc'), /at "\/opt\/wfc"/);
 });
 

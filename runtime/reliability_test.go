@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,6 +318,75 @@ func TestWorkerCrashSIGKILL(t *testing.T) {
 		st := v.wait(run)
 		if st.State != RunCompleted || string(st.Result) != `{"v":8}` {
 			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		waitNoPending(t, v.e)
+	})
+}
+
+// T2, the zombie: a worker is cut off from Redis while its handler runs,
+// past the visibility timeout; another worker claims the message and
+// completes the node. When the network heals and the first handler
+// returns, its completion changes nothing — while the run still runs (a
+// duplicate) — and the run completes with the node completed once and its
+// successor queued once, nothing pending.
+func TestZombieWorker(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		p, err := redistest.NewProxy(v.e.RedisAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		// The handler's n-th call waits for hold[n-1]: the zombie's run of
+		// a, the rescuer's run of a, then b.
+		hold := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
+		var calls atomic.Int32
+		v.reg.RegisterFunc("hold", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			ch := hold[min(int(calls.Add(1)), len(hold))-1]
+			v.started <- req.IdempotencyKey
+			<-ch // not ctx: the zombie's handler must outlive its claim
+			return req.Config, nil
+		})
+		zombie := openEngine(t, backend{b.name + "-proxy", func(testing.TB) string { return "redis://" + p.Addr() }},
+			Options{Prefix: v.e.opts.Prefix})
+		zo := fastWorker(v.reg)
+		zo.Consumer = "zombie"
+		zw := zombie.StartWorkers(v.ctx, zo.Concurrency, zo)
+
+		run := v.submit(build(t, wfSpec{
+			outputs: []ir.Output{output("v", "b.output.v")},
+			nodes: []*nodeSpec{
+				task("a", "hold", with("v", konst("7"))),
+				task("b", "hold", after("a"), with("v", cexpr("a.output.v + 1"))),
+			},
+		}), nil)
+		v.waitStarted()
+		p.Down() // the zombie is cut off, its handler still running
+		rescuer := v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer" })
+		v.waitStarted() // a, claimed after the visibility timeout
+		close(hold[1])
+		v.waitStarted() // b: a completed, the run runs
+		p.Up()
+		close(hold[0])
+		// The zombie's completion arrives, and is a duplicate.
+		deadline := time.Now().Add(10 * time.Second)
+		for zw.Stats().Dups == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the zombie's completion was not seen as a duplicate: zombie %+v, rescuer %+v", zw.Stats(), rescuer.Stats())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if s := zw.Stats(); s.Applied != 0 {
+			t.Errorf("the zombie applied %d transitions: %+v", s.Applied, s)
+		}
+		close(hold[2])
+		st := v.wait(run)
+		if st.State != RunCompleted || string(st.Result) != `{"v":8}` || st.Nodes["a"].Attempt > 1 {
+			t.Fatalf("%s", dump(st))
+		}
+		if c := v.callCount(run + "/a"); c != 2 {
+			t.Errorf("a ran %d times, want 2 (the zombie's and the rescuer's)", c)
 		}
 		waitNoPending(t, v.e)
 	})

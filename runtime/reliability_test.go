@@ -323,6 +323,61 @@ func TestWorkerCrashSIGKILL(t *testing.T) {
 	})
 }
 
+// T4, latency: 20 ms each way between the runtime and Redis (a round trip
+// of 40 ms or more, against heartbeats every 150 ms and a visibility
+// timeout of 1.5 s). Runs complete, a handler longer than the visibility timeout keeps its
+// claim, and no handler runs twice: latency alone causes no claim.
+func TestSlowNetwork(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		direct := newEnv(t, b)
+		p, err := redistest.NewProxy(direct.e.RedisAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		p.SetLatency(20 * time.Millisecond)
+		v := newEnv(t, backend{b.name + "-slow", func(testing.TB) string { return "redis://" + p.Addr() }})
+		registerPoll(v)
+		v.reg.RegisterFunc("long", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			select {
+			case <-time.After(2 * time.Second): // the visibility timeout is 1.5 s
+				return json.RawMessage(`{"v":1}`), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+		w1, w2 := v.worker(), v.worker()
+		long := v.submit(build(t, wfSpec{
+			outputs: []ir.Output{output("v", "a.output.v")},
+			nodes:   []*nodeSpec{task("a", "long")},
+		}), nil)
+		var runs []string
+		for range 3 {
+			runs = append(runs, v.submit(mixed(t), nil))
+		}
+		for _, r := range runs {
+			if st := v.wait(r); st.State != RunCompleted || string(st.Result) != mixedResult {
+				t.Fatalf("%s: %s %s %s", r, st.State, st.Result, st.Error)
+			}
+		}
+		if st := v.wait(long); st.State != RunCompleted || string(st.Result) != `{"v":1}` {
+			t.Fatalf("long: %s %s %s", st.State, st.Result, st.Error)
+		}
+		v.mu.Lock()
+		for k, n := range v.calls {
+			if n != 1 {
+				t.Errorf("%s ran %d times", k, n)
+			}
+		}
+		v.mu.Unlock()
+		if s1, s2 := w1.Stats(), w2.Stats(); s1.Claimed+s2.Claimed+s1.Dups+s2.Dups != 0 {
+			t.Errorf("claims or duplicates under latency alone: %+v, %+v", s1, s2)
+		}
+		waitNoPending(t, v.e)
+	})
+}
+
 // T2, the zombie: a worker is cut off from Redis while its handler runs,
 // past the visibility timeout; another worker claims the message and
 // completes the node. When the network heals and the first handler

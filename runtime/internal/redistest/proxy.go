@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A Proxy forwards TCP connections to a server and can cut them all, to
@@ -20,6 +21,7 @@ type Proxy struct {
 	conns map[net.Conn]bool
 	links []*link
 
+	latency   atomic.Int64 // SetLatency, ns
 	loseMatch []byte       // LoseReply's match (under mu)
 	loseNext  atomic.Bool  // LoseReply: the next link to send it loses its reply
 	lost      atomic.Int64 // replies lost by LoseReply
@@ -66,6 +68,10 @@ func (p *Proxy) LoseReply(match string) {
 	p.mu.Unlock()
 	p.loseNext.Store(true)
 }
+
+// SetLatency delays everything the proxy forwards, each way, by d (a
+// round trip by 2d).
+func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 
 // Lost returns how many replies LoseReply's connections lost.
 func (p *Proxy) Lost() int64 { return p.lost.Load() }
@@ -170,6 +176,9 @@ func (p *Proxy) pipe(l *link, dst, src net.Conn, fromServer bool) {
 					l.loseReply.Store(true)
 				}
 				p.mu.Unlock()
+			}
+			if d := p.latency.Load(); d > 0 {
+				time.Sleep(time.Duration(d))
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return

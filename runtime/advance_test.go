@@ -209,11 +209,13 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 		mq, ctl := ref.queueIndex(ControlQueue), ref.queueIndex(ControlQueue)
 		akeys := v.e.st.ks.advanceKeys(run, ref.queues)
 		good := []any{"a", "{}", 2, 0, nowMS(), mq, msgs[0].ID, run, ctl, "0", "b", mq, 0, "c", mq, 0}
-		with := func(i int, val any) []any {
-			a := slices.Clone(good)
+		// set returns a copy of args with args[i] = val.
+		set := func(args []any, i int, val any) []any {
+			a := slices.Clone(args)
 			a[i] = val
 			return a
 		}
+		with := func(i int, val any) []any { return set(good, i, val) }
 		for name, args := range map[string][]any{
 			"argument count":       good[:len(good)-1],
 			"hop not a number":     with(2, "x"),
@@ -241,11 +243,7 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 		fresh := "bad-begin-run"
 		bkeys := v.e.st.ks.beginKeys(fresh, ref.graph, ref.queues)
 		bgood := []any{fresh, nowMS(), m.IR, m.Graph, strings.Join(m.Queues, ","), "w", "{}", 0, 0, 100, 100, 0, "a", mq}
-		bwith := func(i int, val any) []any {
-			a := slices.Clone(bgood)
-			a[i] = val
-			return a
-		}
+		bwith := func(i int, val any) []any { return set(bgood, i, val) }
 		for name, args := range map[string][]any{
 			"no entries":               bgood[:12],
 			"max_hops not a number":    bwith(9, "x"),

@@ -85,6 +85,34 @@ func forBackends(t *testing.T, f func(t *testing.T, b backend)) {
 	}
 }
 
+// serverAddr returns the host:port of b's server: the shared redis-server,
+// or for the embedded backend a miniredis of the test's own (an engine
+// would start its own otherwise).
+func serverAddr(t testing.TB, b backend) string {
+	t.Helper()
+	u := b.url(t)
+	if u == "" {
+		return miniredis.RunT(t).Addr()
+	}
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.Addr
+}
+
+// behindProxy starts a proxy to the Redis at addr, closed when the test
+// ends, and returns it with a backend (named name) that goes through it.
+func behindProxy(t testing.TB, name, addr string) (*redistest.Proxy, backend) {
+	t.Helper()
+	p, err := redistest.NewProxy(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p, backend{name, func(testing.TB) string { return "redis://" + p.Addr() }}
+}
+
 func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() && os.Getenv("WFC_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -398,5 +426,3 @@ func nodeState(st *Status, x string) string {
 	}
 	return "absent"
 }
-
-var _ = miniredis.Run

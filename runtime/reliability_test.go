@@ -79,98 +79,84 @@ func TestDuplicateDeliveryStorm(t *testing.T) {
 // no message is left pending. WFC_SEED=n repeats a seed's faults (their
 // timing differs).
 func TestFlakyNetwork(t *testing.T) {
-	for _, name := range []string{"miniredis", "redis"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			var target string
-			if name == "redis" {
-				redistest.Require(t)
-				target = redistest.Start(t, redistest.Options{}).Addr()
-			} else {
-				target = miniredis.RunT(t).Addr()
-			}
-			p, err := redistest.NewProxy(target)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Close)
-			v := newEnv(t, backend{name + "-flaky", func(testing.TB) string { return "redis://" + p.Addr() }})
-			registerPoll(v)
-			w1, w2 := v.worker(), v.worker()
+	forBackends(t, func(t *testing.T, b backend) {
+		p, pb := behindProxy(t, b.name+"-flaky", serverAddr(t, b))
+		v := newEnv(t, pb)
+		registerPoll(v)
+		w1, w2 := v.worker(), v.worker()
 
-			seed := seedFromEnv(t)
-			r := rand.New(rand.NewPCG(seed, 0))
-			stop, done := make(chan struct{}), make(chan struct{})
-			var cuts int
-			go func() {
-				defer close(done)
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(time.Duration(5+r.IntN(30)) * time.Millisecond):
-					}
-					// A connection cut anywhere, or the reply lost of a
-					// script (a completion, a submit, a timer's), of a
-					// read, or of any command.
-					switch r.IntN(4) {
-					case 0:
-						if p.Cut(r) {
-							cuts++
-						}
-					case 1:
-						p.LoseReply("evalsha")
-					case 2:
-						p.LoseReply("xreadgroup")
-					default:
-						p.LoseReply("")
-					}
+		seed := seedFromEnv(t)
+		r := rand.New(rand.NewPCG(seed, 0))
+		stop, done := make(chan struct{}), make(chan struct{})
+		var cuts int
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(5+r.IntN(30)) * time.Millisecond):
 				}
-			}()
-			// Submits under the same faults, each with an id of its own
-			// and retried until one is accepted (a submit whose reply was
-			// lost started the run once: WithRunID).
-			w := mixed(t)
-			var ids []string
-			for i := range 12 {
-				id := fmt.Sprintf("flaky-%d", i)
-				for attempt := 1; ; attempt++ {
-					_, err := v.e.Submit(v.ctx, w, nil, WithRunID(id))
-					if err == nil {
-						break
+				// A connection cut anywhere, or the reply lost of a
+				// script (a completion, a submit, a timer's), of a
+				// read, or of any command.
+				switch r.IntN(4) {
+				case 0:
+					if p.Cut(r) {
+						cuts++
 					}
-					if attempt == 50 {
-						t.Fatalf("submit %s: %v", id, err)
-					}
-					time.Sleep(20 * time.Millisecond)
+				case 1:
+					p.LoseReply("evalsha")
+				case 2:
+					p.LoseReply("xreadgroup")
+				default:
+					p.LoseReply("")
 				}
-				ids = append(ids, id)
-				time.Sleep(40 * time.Millisecond)
 			}
-			// Faults go on until replies were lost on the way (at least
-			// a second more, at most ten).
-			for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
-				if p.Lost() >= 10 && time.Since(start) > time.Second {
+		}()
+		// Submits under the same faults, each with an id of its own
+		// and retried until one is accepted (a submit whose reply was
+		// lost started the run once: WithRunID).
+		w := mixed(t)
+		var ids []string
+		for i := range 12 {
+			id := fmt.Sprintf("flaky-%d", i)
+			for attempt := 1; ; attempt++ {
+				_, err := v.e.Submit(v.ctx, w, nil, WithRunID(id))
+				if err == nil {
 					break
 				}
-			}
-			close(stop)
-			<-done
-			if p.Lost() == 0 {
-				t.Fatalf("seed %d: no reply was lost (%d cuts): nothing was tested", seed, cuts)
-			}
-			t.Logf("seed %d: %d connections cut, %d replies lost", seed, cuts, p.Lost())
-			for _, id := range ids {
-				st := v.wait(id)
-				if st.State != RunCompleted || string(st.Result) != mixedResult {
-					t.Fatalf("seed %d: %s: %s %s %s", seed, id, st.State, st.Result, st.Error)
+				if attempt == 50 {
+					t.Fatalf("submit %s: %v", id, err)
 				}
+				time.Sleep(20 * time.Millisecond)
 			}
-			waitNoPending(t, v.e)
-			s1, s2 := w1.Stats(), w2.Stats()
-			t.Logf("workers: %+v; %+v", s1, s2)
-		})
-	}
+			ids = append(ids, id)
+			time.Sleep(40 * time.Millisecond)
+		}
+		// Faults go on until replies were lost on the way (at least
+		// a second more, at most ten).
+		for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
+			if p.Lost() >= 10 && time.Since(start) > time.Second {
+				break
+			}
+		}
+		close(stop)
+		<-done
+		if p.Lost() == 0 {
+			t.Fatalf("seed %d: no reply was lost (%d cuts): nothing was tested", seed, cuts)
+		}
+		t.Logf("seed %d: %d connections cut, %d replies lost", seed, cuts, p.Lost())
+		for _, id := range ids {
+			st := v.wait(id)
+			if st.State != RunCompleted || string(st.Result) != mixedResult {
+				t.Fatalf("seed %d: %s: %s %s %s", seed, id, st.State, st.Result, st.Error)
+			}
+		}
+		waitNoPending(t, v.e)
+		s1, s2 := w1.Stats(), w2.Stats()
+		t.Logf("workers: %+v; %+v", s1, s2)
+	})
 }
 
 // T5: 50 parents complete at the same moment into one join, which fires
@@ -325,18 +311,14 @@ func TestWorkerCrashSIGKILL(t *testing.T) {
 
 // T4, latency: 20 ms each way between the runtime and Redis (a round trip
 // of 40 ms or more, against heartbeats every 150 ms and a visibility
-// timeout of 1.5 s). Runs complete, a handler longer than the visibility timeout keeps its
-// claim, and no handler runs twice: latency alone causes no claim.
+// timeout of 1.5 s). Runs complete, a handler longer than the visibility
+// timeout keeps its claim, and no handler runs twice: latency alone causes
+// no claim.
 func TestSlowNetwork(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		direct := newEnv(t, b)
-		p, err := redistest.NewProxy(direct.e.RedisAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
+		p, pb := behindProxy(t, b.name+"-slow", serverAddr(t, b))
 		p.SetLatency(20 * time.Millisecond)
-		v := newEnv(t, backend{b.name + "-slow", func(testing.TB) string { return "redis://" + p.Addr() }})
+		v := newEnv(t, pb)
 		registerPoll(v)
 		v.reg.RegisterFunc("long", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
 			v.note(req)
@@ -387,11 +369,8 @@ func TestSlowNetwork(t *testing.T) {
 func TestZombieWorker(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
-		p, err := redistest.NewProxy(v.e.RedisAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
+		// The zombie reaches v's server through p.
+		p, pb := behindProxy(t, b.name+"-proxy", v.e.RedisAddr())
 		// The handler's n-th call waits for hold[n-1]: the zombie's run of
 		// a, the rescuer's run of a, then b.
 		hold := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
@@ -403,8 +382,7 @@ func TestZombieWorker(t *testing.T) {
 			<-ch // not ctx: the zombie's handler must outlive its claim
 			return req.Config, nil
 		})
-		zombie := openEngine(t, backend{b.name + "-proxy", func(testing.TB) string { return "redis://" + p.Addr() }},
-			Options{Prefix: v.e.opts.Prefix})
+		zombie := openEngine(t, pb, Options{Prefix: v.e.opts.Prefix})
 		zo := fastWorker(v.reg)
 		zo.Consumer = "zombie"
 		zw := zombie.StartWorkers(v.ctx, zo.Concurrency, zo)
@@ -468,13 +446,8 @@ func TestRedisRestartMidRun(t *testing.T) {
 					}
 				}
 			} else {
-				m := miniredis.RunT(t)
-				p, err := redistest.NewProxy(m.Addr())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(p.Close)
-				b = backend{"miniredis-proxy", func(testing.TB) string { return "redis://" + p.Addr() }}
+				var p *redistest.Proxy
+				p, b = behindProxy(t, "miniredis-proxy", miniredis.RunT(t).Addr())
 				outage = func() {
 					p.Down()
 					time.Sleep(300 * time.Millisecond)

@@ -358,7 +358,6 @@ local function compensating(idx)
   return x, op
 end
 
-
 local function terminal(st)
   return st == 'completed' or st == 'skipped' or st == 'failed'
 end

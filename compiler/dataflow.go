@@ -256,6 +256,9 @@ func (s *state) dataflow() {
 			if r.guarded {
 				continue
 			}
+			if jf := s.computeJoinFacts(); jf != nil && jf.sure[n.idx].has(x.idx) {
+				continue // every way n runs passes through x's success
+			}
 			if s.onErrorPath(x, n) {
 				s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed when %s runs (it is on %s's on_error path); guard the read with has(%s.output)", x.id, n.id, x.id, x.id).
 					WithHint(s.guardHint(x, r))
@@ -315,6 +318,7 @@ func (s *state) joins() {
 	if w == nil {
 		return
 	}
+	s.neverRuns()
 	for i, n := range w.Nodes {
 		ji := n.JoinInfo
 		if ji == nil {

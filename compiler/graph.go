@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wfc-lang/wfc/ir"
@@ -512,6 +513,16 @@ func (s *state) analyze() {
 	s.maySkip = make([]bool, len(s.nodes))
 	for i := range w.Nodes {
 		s.maySkip[i] = w.Nodes[i].MaySkip
+	}
+	for _, e := range w.Edges {
+		if ni := s.info.Nodes[e.To]; ni != nil && ir.Forward(e.Kind) && !slices.Contains(ni.Sources, e.From) {
+			ni.Sources = append(ni.Sources, e.From)
+		}
+	}
+	for _, n := range s.nodes {
+		if ni := s.info.Nodes[n.id]; ni != nil {
+			ni.Join = n.join
+		}
 	}
 	if len(s.nodes) == 0 {
 		s.errorf(diag.NoTerminal, s.wf.Name.Range, "workflow %s has no nodes", s.name)

@@ -49,6 +49,10 @@ type NodeInfo struct {
 	Handler string   // task: the handler name
 	Output  *ir.Type // the type of ID.output
 	Doc     string   // description
+	// Join is the node's join mode (all, any, settled) and Sources the
+	// distinct nodes with a forward edge to it, in source order (graph pass).
+	Join    string
+	Sources []string
 }
 
 // An InputInfo describes one workflow input.

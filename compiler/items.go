@@ -53,10 +53,11 @@ func (s *state) nodeItems(n *node) {
 	n.after = d.After
 	if d.Join != nil {
 		switch d.Join.Name {
-		case ir.JoinAll, ir.JoinAny:
+		case ir.JoinAll, ir.JoinAny, ir.JoinSettled:
 			n.join = d.Join.Name
 		default:
-			s.errorf(diag.BadValue, d.Join.Range, "join mode must be `all` or `any`, found `%s`", d.Join.Name)
+			bad := s.errorf(diag.BadValue, d.Join.Range, "join mode must be `all`, `any` or `settled`, found `%s`", d.Join.Name)
+			s.didYouMean(bad, d.Join.Range, d.Join.Name, []string{ir.JoinAll, ir.JoinAny, ir.JoinSettled})
 		}
 	}
 	seen := map[string]ast.Item{}

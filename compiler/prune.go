@@ -50,25 +50,30 @@ func (s *state) prune() {
 		}
 	}
 	// Propagate: a node all of whose incoming forward edges are gone or come
-	// from dead nodes never runs.
+	// from dead nodes never runs, and so does a join all one of whose
+	// incoming edges is gone.
 	for _, i := range s.order {
 		n := s.nodes[i]
 		if dead[n.id] || len(s.inE[i]) == 0 {
 			continue
 		}
-		alive := 0
+		alive, gone := 0, ""
 		for _, ei := range s.inE[i] {
 			e := s.edges[ei]
 			ie := ir.Edge{From: s.nodes[e.from].id, To: n.id, Kind: e.kind}
 			if !dead[ie.From] && !removedEdge[ie] {
 				alive++
+			} else if gone == "" {
+				gone = ie.From
 			}
 		}
-		if alive > 0 {
+		if alive > 0 && (gone == "" || n.join != ir.JoinAll) {
 			continue
 		}
 		dead[n.id] = true
-		if len(s.inE[i]) >= 2 {
+		if alive > 0 {
+			s.errorf(diag.JoinNever, n.ident.Range, "%s never runs: it joins with `all` and its input from %s can never deliver a real token", n.id, gone)
+		} else if len(s.inE[i]) >= 2 {
 			s.errorf(diag.JoinNever, n.ident.Range, "%s never runs: none of its %d inputs can deliver a real token", n.id, len(s.inE[i]))
 		} else {
 			s.errorf(diag.DeadNode, n.ident.Range, "%s never runs: the only path to it is dead", n.id)

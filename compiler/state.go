@@ -44,6 +44,7 @@ type state struct {
 	idom    []int  // immediate dominators (-1 for entries)
 	maySkip []bool
 	skel    *ir.Workflow // the analysed graph skeleton (graph pass)
+	jf      *joinFacts   // what joins need and which outputs surely exist (joins.go), computed on first use
 
 	// types
 	prov    *provider

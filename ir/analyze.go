@@ -30,12 +30,19 @@ func Analyze(w *Workflow) error {
 	maySkip := make([]bool, n)
 	covered := make([]bool, n) // see JoinInfo.Covered
 	for _, i := range g.order {
-		all := len(g.in[i]) > 0
+		all, some := len(g.in[i]) > 0, false
 		for _, ei := range g.in[i] {
-			if !g.conditional(ei, maySkip) {
+			if g.conditional(ei, maySkip) {
+				some = true
+			} else {
 				all = false
-				break
 			}
+		}
+		if len(g.in[i]) > 1 && cmp.Or(w.Nodes[i].Join, JoinAll) == JoinAll {
+			// join all runs only when every edge delivered a real token:
+			// one conditional edge may skip it.
+			maySkip[i] = w.Nodes[i].When != nil || some
+			continue
 		}
 		// All conditional, yet one may always be real: the sources cover
 		// every outcome of a branch.

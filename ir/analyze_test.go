@@ -81,7 +81,7 @@ func TestAnalyze(t *testing.T) {
 			"small": {Deps: ids("score"), Dependents: ids("done"), MaySkip: true},
 			"other": {Deps: ids("score"), Dependents: ids("done"), MaySkip: true},
 			"done": {Deps: ids("big small other"), Terminal: true, Join: &JoinInfo{
-				Mode: JoinAll, Expect: 3, Conditional: 3, Covered: true,
+				Mode: JoinSettled, Expect: 3, Conditional: 3, Covered: true,
 				Incoming: []EdgeRef{ref("big", EdgeAfter, true), ref("small", EdgeAfter, true), ref("other", EdgeAfter, true)},
 			}},
 		}},
@@ -130,13 +130,26 @@ func TestAnalyze(t *testing.T) {
 			}},
 		}},
 	}, {
+		// d joins with all: c's skip skips it.
 		when(),
 		graphFacts{ids("a"), ids("d"), ids("a b c d"), map[string]facts{
 			"a": {Dependents: ids("b d"), Entry: true},
 			"b": {Deps: ids("a"), Dependents: ids("c"), MaySkip: true},
 			"c": {Deps: ids("b"), Dependents: ids("d"), MaySkip: true},
-			"d": {Deps: ids("a c"), Terminal: true, Join: &JoinInfo{
+			"d": {Deps: ids("a c"), Terminal: true, MaySkip: true, Join: &JoinInfo{
 				Mode: JoinAll, Expect: 2, Conditional: 1,
+				Incoming: []EdgeRef{ref("a", EdgeAfter, false), ref("c", EdgeAfter, true)},
+			}},
+		}},
+	}, {
+		// The same with join settled: a's real token always arrives.
+		whenSettled(),
+		graphFacts{ids("a"), ids("d"), ids("a b c d"), map[string]facts{
+			"a": {Dependents: ids("b d"), Entry: true},
+			"b": {Deps: ids("a"), Dependents: ids("c"), MaySkip: true},
+			"c": {Deps: ids("b"), Dependents: ids("d"), MaySkip: true},
+			"d": {Deps: ids("a c"), Terminal: true, Join: &JoinInfo{
+				Mode: JoinSettled, Expect: 2, Conditional: 1,
 				Incoming: []EdgeRef{ref("a", EdgeAfter, false), ref("c", EdgeAfter, true)},
 			}},
 		}},

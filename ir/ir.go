@@ -33,8 +33,9 @@ const (
 
 // Join modes.
 const (
-	JoinAll = "all" // wait for a token on every incoming edge
-	JoinAny = "any" // run on the first real token
+	JoinAll     = "all"     // run when every incoming edge delivered a real token; skip at the first skip
+	JoinAny     = "any"     // run on the first real token
+	JoinSettled = "settled" // wait for a token on every incoming edge; run if any is real (BPMN's inclusive join)
 )
 
 // Retry backoff kinds.
@@ -188,7 +189,7 @@ type Node struct {
 	Handler    string      `json:"handler,omitempty"` // task only
 	With       []Param     `json:"with,omitempty"`
 	OutputType *Type       `json:"output_type,omitempty"`
-	Join       string      `json:"join"`           // JoinAll or JoinAny
+	Join       string      `json:"join"`           // JoinAll, JoinAny or JoinSettled
 	When       *Expr       `json:"when,omitempty"` // false => the node is skipped
 	ForEach    *ForEach    `json:"for_each,omitempty"`
 	Retry      *Retry      `json:"retry,omitempty"`

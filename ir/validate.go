@@ -212,8 +212,8 @@ func (v *validator) node(i int, seen map[string]bool) {
 	if n.OutputType != nil {
 		v.typ(p.at("/output_type"), n.OutputType, 1)
 	}
-	if n.Join != JoinAll && n.Join != JoinAny {
-		v.addf(p.at("/join"), "invalid join %q (want all or any)", n.Join)
+	if n.Join != JoinAll && n.Join != JoinAny && n.Join != JoinSettled {
+		v.addf(p.at("/join"), "invalid join %q (want all, any or settled)", n.Join)
 	}
 	if n.When != nil {
 		v.expr(p.at("/when"), n.When)

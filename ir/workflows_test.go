@@ -57,7 +57,7 @@ func branchJoin() *Workflow {
 					Default: []string{"other"},
 				}
 			}),
-			task("big"), task("small"), task("other"), task("done"),
+			task("big"), task("small"), task("other"), task("done", func(n *Node) { n.Join = JoinSettled }),
 		},
 		[]Edge{
 			after("start", "score"),
@@ -149,6 +149,13 @@ func when() *Workflow {
 	return wf("when",
 		[]Node{task("a"), task("b", func(n *Node) { n.When = celp("input.amount > 0") }), task("c"), task("d")},
 		[]Edge{after("a", "b"), after("b", "c"), after("c", "d"), after("a", "d")})
+}
+
+func whenSettled() *Workflow {
+	w := when()
+	w.Name = "when_settled"
+	w.Nodes[3].Join = JoinSettled
+	return w
 }
 
 // leadQualification is seed 000's example as docs/language.md writes it.

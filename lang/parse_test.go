@@ -55,7 +55,7 @@ const leadWF = `workflow lead_qualification {
   }
 
   task standard_sales   { run "noop" }
-  task manual_review    { run "noop" }
+  task manual_review join settled { run "noop" }
   task nurture_campaign { run "noop" }
 }
 `

@@ -11,6 +11,7 @@ import (
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 
+	"github.com/wfc-lang/wfc/compiler"
 	"github.com/wfc-lang/wfc/lang/source"
 )
 
@@ -65,7 +66,7 @@ const lead = `workflow lead_qualification {
   }
 
   task standard_sales   { run "noop" }
-  task manual_review    { run "noop" }
+  task manual_review join settled { run "noop" }
   task nurture_campaign { run "noop" }
 }
 `
@@ -120,6 +121,7 @@ func TestHover(t *testing.T) {
 	}{
 		{"node id in after", at(t, lead, "after enrich", 0, 6), []string{"task enrich", "runs handler `crm.lookup`", "Looks a lead up", "enrich.output {", "employees: int"}},
 		{"node declaration", at(t, lead, "task score", 0, 5), []string{"task score after enrich", "score: int"}},
+		{"join settled", at(t, lead, "task manual_review", 0, 5), []string{"**join settled**: waits until `qualify` and `enterprise_sales` have all settled"}},
 		{"node in an expression", at(t, lead, "enrich.output.employees", 0, 2), []string{"task enrich"}},
 		{"node in a template after an emoji", at(t, lead, "enrich.output.name", 0, 1), []string{"task enrich"}},
 		{"output field", at(t, lead, "employees > 500", 0, 3), []string{"enrich.output.employees: int", "task enrich"}},
@@ -573,5 +575,24 @@ func TestCodeActions(t *testing.T) {
 	}, &actions)
 	if len(actions) != 0 {
 		t.Errorf("refactor actions = %+v", actions)
+	}
+}
+
+func TestJoinRule(t *testing.T) {
+	for _, c := range []struct {
+		join    string
+		sources []string
+		want    string
+	}{
+		{"all", []string{"a"}, ""},
+		{"all", []string{"a", "b", "c"}, "**join all**: runs only when `a`, `b` and `c` have each sent a real token"},
+		{"", []string{"a", "b"}, "**join all**"},
+		{"any", []string{"a", "b"}, "**join any**: runs at the first real token from `a` or `b`"},
+		{"settled", []string{"a", "b"}, "**join settled**: waits until `a` and `b` have all settled"},
+	} {
+		got := joinRule(&compiler.NodeInfo{Join: c.join, Sources: c.sources})
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("joinRule(%s, %v) = %q, want %q", c.join, c.sources, got, c.want)
+		}
 	}
 }

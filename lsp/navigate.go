@@ -53,6 +53,28 @@ func hoverText(res *compiler.Result, off int) (string, source.Range, bool) {
 	return "", source.Range{}, false
 }
 
+// joinRule says in words when a node with several sources runs
+// (docs/language.md §7.3); "" for a node with fewer.
+func joinRule(n *compiler.NodeInfo) string {
+	if len(n.Sources) < 2 {
+		return ""
+	}
+	names := make([]string, len(n.Sources))
+	for i, s := range n.Sources {
+		names[i] = "`" + s + "`"
+	}
+	list := func(conj string) string {
+		return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
+	}
+	switch n.Join {
+	case "any":
+		return fmt.Sprintf("**join any**: runs at the first real token from %s; later tokens are ignored. Skipped if none sends one.", list("or"))
+	case "settled":
+		return fmt.Sprintf("**join settled**: waits until %s have all settled, then runs if at least one sent a real token (else it is skipped).", list("and"))
+	}
+	return fmt.Sprintf("**join all**: runs only when %s have each sent a real token (each succeeded on its path here); skipped as soon as one of them cannot.", list("and"))
+}
+
 // clip shortens a long expression for a hover title.
 func clip(s string) string {
 	s = strings.TrimSpace(s)
@@ -83,6 +105,9 @@ func describe(res *compiler.Result, sym symbol) string {
 		fmt.Fprintf(&b, "```wf\n%s\n```\n", header)
 		if n.Doc != "" {
 			fmt.Fprintf(&b, "%s\n\n", n.Doc)
+		}
+		if rule := joinRule(n); rule != "" {
+			fmt.Fprintf(&b, "%s\n\n", rule)
 		}
 		if n.Kind == "task" && n.Handler != "" {
 			fmt.Fprintf(&b, "runs handler `%s`", n.Handler)

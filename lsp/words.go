@@ -102,7 +102,7 @@ var blockItems = map[string][]word{
 var enumValues = map[string][]string{
 	"backoff":    {"fixed", "linear", "exponential"},
 	"on_timeout": {"approve", "reject", "fail"},
-	"join":       {"all", "any"},
+	"join":       {"all", "any", "settled"},
 }
 
 // typeNames are the names of types (docs/language.md §5.1).

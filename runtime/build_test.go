@@ -28,7 +28,8 @@ func task(id, handler string, opts ...nodeOpt) *nodeSpec {
 }
 
 func after(ids ...string) nodeOpt { return func(s *nodeSpec) { s.after = append(s.after, ids...) } }
-func joinAny() nodeOpt            { return func(s *nodeSpec) { s.n.Join = ir.JoinAny } }
+func joinAny() nodeOpt            { return joinMode(ir.JoinAny) }
+func joinMode(m string) nodeOpt   { return func(s *nodeSpec) { s.n.Join = m } }
 func when(cel string) nodeOpt     { return func(s *nodeSpec) { s.n.When = &ir.Expr{CEL: cel} } }
 func timeout(ms int64) nodeOpt    { return func(s *nodeSpec) { s.n.TimeoutMS = ms } }
 func onError(ids ...string) nodeOpt {

@@ -210,16 +210,19 @@ func TestOnError(t *testing.T) {
 		v := newEnv(t, b)
 		v.worker()
 		w := build(t, wfSpec{
-			outputs: []ir.Output{output("ops", "has(notify_ops.output)"), output("next", "has(next.output)"), output("end", "has(end.output)")},
+			outputs: []ir.Output{output("ops", "has(notify_ops.output)"), output("next", "has(next.output)"), output("end", "has(end.output)"),
+				output("both", "has(both.output)")},
 			nodes: []*nodeSpec{
 				task("charge", "perm", onError("notify_ops")),
 				task("next", "noop", after("charge")),
 				task("notify_ops", "noop"),
-				task("end", "noop", after("next", "notify_ops")),
+				// settled: runs on whichever path was taken; all: needs both.
+				task("end", "noop", after("next", "notify_ops"), joinMode(ir.JoinSettled)),
+				task("both", "noop", after("next", "notify_ops")),
 			},
 		})
 		st := v.run(w, nil)
-		if st.State != RunCompleted || string(st.Result) != `{"ops":true,"next":false,"end":true}` {
+		if st.State != RunCompleted || string(st.Result) != `{"ops":true,"next":false,"end":true,"both":false}` {
 			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
 		}
 		if nodeState(st, "charge") != NodeFailed || st.Nodes["charge"].Error == "" {

@@ -20,13 +20,17 @@ import (
 // "Graph"). It is stored as JSON in the field named by the node id of the
 // graph hash; field "_" holds a graphInfo.
 type gnode struct {
-	Q     string      `json:"q"`               // queue of the node's tokens
-	Out   [][2]string `json:"out,omitempty"`   // outgoing forward edges [to, kind]
-	In    [][2]string `json:"in,omitempty"`    // incoming forward edges [from, kind], joins only
-	Join  string      `json:"join,omitempty"`  // "all" or "any", joins only
-	Loops []string    `json:"loops,omitempty"` // loop nodes whose body holds the node, outer first
-	Back  string      `json:"back,omitempty"`  // back_to of a loop node
-	CQ    string      `json:"cq,omitempty"`    // queue of the compensate handler, if any
+	Q    string      `json:"q"`              // queue of the node's tokens
+	Out  [][2]string `json:"out,omitempty"`  // outgoing forward edges [to, kind]
+	In   [][2]string `json:"in,omitempty"`   // incoming forward edges [from, kind], joins only
+	Join string      `json:"join,omitempty"` // "all", "any" or "settled", joins only
+	// NS: the number of distinct sources of In, when fewer than len(In)
+	// (a routing node with several edges to the node: at most one of them
+	// is real). A join all runs when every source sent a real token.
+	NS    int      `json:"ns,omitempty"`
+	Loops []string `json:"loops,omitempty"` // loop nodes whose body holds the node, outer first
+	Back  string   `json:"back,omitempty"`  // back_to of a loop node
+	CQ    string   `json:"cq,omitempty"`    // queue of the compensate handler, if any
 }
 
 type graphInfo struct {
@@ -83,7 +87,9 @@ func (p *plan) simpleSuccessors(id string) ([]simpleSucc, bool) {
 				t := p.graph[e[0]]
 				// A successor named twice (duplicate edges) takes the
 				// general path, whose dispatch sees the first arrival.
-				if e[1] != ir.EdgeAfter || t == nil || len(t.Loops) > 0 || seen[e[0]] {
+				// So does a join all with a source of several edges (its
+				// fast-path count is of edges, its rule of sources).
+				if e[1] != ir.EdgeAfter || t == nil || len(t.Loops) > 0 || seen[e[0]] || t.NS != 0 {
 					list = nil
 					break
 				}
@@ -166,8 +172,13 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 		}
 		if n.JoinInfo != nil {
 			g.Join = cmp.Or(n.JoinInfo.Mode, ir.JoinAll)
+			srcs := map[string]bool{}
 			for _, e := range n.JoinInfo.Incoming {
 				g.In = append(g.In, [2]string{e.From, e.Kind})
+				srcs[e.From] = true
+			}
+			if len(srcs) < len(g.In) {
+				g.NS = len(srcs)
 			}
 		}
 		p.graph[n.ID] = g

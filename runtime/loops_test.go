@@ -180,3 +180,63 @@ func TestMaxHops(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopOutputsArePerIteration: in iteration i, a body node that was
+// skipped or failed into on_error in iteration i has no output for the
+// readers after it, although it had one in an earlier iteration; after the
+// loop, x.output is that of the last iteration (issue #13, item 1).
+func TestLoopOutputsArePerIteration(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		registerPoll(v)
+		v.worker()
+		// start (poll: n = the iteration) -> opt (only in iteration 1),
+		// flaky (fails in iteration 2, on_error => rescue) -> check, which
+		// loops back to start while n < 3.
+		w := build(t, wfSpec{
+			outputs: []ir.Output{
+				output("opt", "has(opt.output)"), output("flaky", "has(flaky.output)"),
+				output("rescue", "has(rescue.output)"), output("last", "check.output"),
+			},
+			nodes: []*nodeSpec{
+				task("start", "poll"),
+				task("opt", "cel", after("start"), when("start.output.n == 1"), with("v", cexpr("start.output.n"))),
+				task("flaky", "perm", after("start"), when("start.output.n <= 2"), onError("rescue")),
+				task("rescue", "noop"),
+				task("check", "cel", after("start", "opt", "flaky", "rescue"), joinMode(ir.JoinSettled),
+					with("opt", cexpr("has(opt.output) ? opt.output.v : 0")),
+					with("flaky", cexpr("has(flaky.output)")),
+					with("rescue", cexpr("has(rescue.output)")),
+					loop("start.output.n < 3", 5, "start")),
+				task("done", "noop", after("check")),
+			},
+		})
+		st := v.run(w, nil)
+		if st.State != RunCompleted {
+			t.Fatalf("run %s: %s (%s)", st.State, st.Error, dump(st))
+		}
+		want := map[string]string{
+			"check@1": `{"opt":1,"flaky":false,"rescue":true}`,
+			"check@2": `{"opt":0,"flaky":false,"rescue":true}`,
+			"check@3": `{"opt":0,"flaky":false,"rescue":false}`,
+		}
+		for x, out := range want {
+			if got := st.Nodes[x]; got == nil || string(got.Output) != out {
+				t.Errorf("%s: output %s, want %s (%s)", x, outputOf(got), out, dump(st))
+			}
+		}
+		if res := `{"opt":false,"flaky":false,"rescue":false,"last":{"flaky":false,"opt":0,"rescue":false}}`; string(st.Result) != res {
+			t.Errorf("result %s, want %s", st.Result, res)
+		}
+		if st.Output("opt") != nil || st.Output("rescue") != nil {
+			t.Errorf("Status.Output: opt %s, rescue %s; want none (not run in the last iteration)", st.Output("opt"), st.Output("rescue"))
+		}
+	})
+}
+
+func outputOf(n *NodeStatus) string {
+	if n == nil {
+		return "(no execution)"
+	}
+	return string(n.Output)
+}

@@ -36,7 +36,7 @@ func mixed(t testing.TB) *ir.Workflow {
 				branch([]string{"small"}, rule("output.total > 20", "big"))),
 			task("big", "count"),
 			task("small", "count"),
-			task("poll", "poll", after("big", "small"), loop("output.n < 3", 5, "")),
+			task("poll", "poll", after("big", "small"), joinMode(ir.JoinSettled), loop("output.n < 3", 5, "")),
 			task("end", "count", after("poll")),
 		},
 	})

@@ -102,7 +102,8 @@ func TestBranchWithDefault(t *testing.T) {
 				task("mid", "noop"),
 				task("low", "noop"),
 				// a join after the branch: one real token, two skips
-				task("done", "noop", after("high", "mid", "low")),
+				// (join all would never run: the compiler refuses it)
+				task("done", "noop", after("high", "mid", "low"), joinMode(ir.JoinSettled)),
 			},
 		})
 		for _, c := range []struct {
@@ -138,14 +139,15 @@ func TestBranchWithoutElseSkipsJoin(t *testing.T) {
 				task("a", "noop", branch(nil, rule("false || 1 == 2", "x"), rule("1 > 2", "y"))),
 				task("x", "noop"),
 				task("y", "noop"),
-				task("j", "noop", after("x", "y")),
+				task("j", "noop", after("x", "y"), joinMode(ir.JoinSettled)),
 				task("k", "noop", after("j")),
 				task("side", "noop"),
-				task("end", "noop", after("k", "side")),
+				task("end", "noop", after("k", "side"), joinMode(ir.JoinSettled)),
+				task("both", "noop", after("k", "side")), // join all: k's skip skips it
 			},
 		})
 		st := v.run(w, nil)
-		for n, want := range map[string]string{"x": NodeSkipped, "y": NodeSkipped, "j": NodeSkipped, "k": NodeSkipped, "side": NodeCompleted, "end": NodeCompleted} {
+		for n, want := range map[string]string{"x": NodeSkipped, "y": NodeSkipped, "j": NodeSkipped, "k": NodeSkipped, "side": NodeCompleted, "end": NodeCompleted, "both": NodeSkipped} {
 			if got := nodeState(st, n); got != want {
 				t.Errorf("%s is %s, want %s", n, got, want)
 			}

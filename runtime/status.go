@@ -74,12 +74,13 @@ type NodeStatus struct {
 	Attempt int             `json:"attempt,omitempty"` // the attempt queued next, after retries
 }
 
-// Output returns the latest output of node id (its last iteration inside a
-// loop), or nil.
+// Output returns the output of node id's latest execution (its last
+// iteration inside a loop), or nil: nil too when that execution was skipped
+// or failed, as for x.output in the workflow (docs/language.md §7.6).
 func (s *Status) Output(id string) json.RawMessage {
 	var best *NodeStatus
 	for _, ns := range s.Nodes {
-		if ns.Node == id && ns.Output != nil && (best == nil || vecLess(best.Iter, ns.Iter)) {
+		if ns.Node == id && (best == nil || vecLess(best.Iter, ns.Iter)) {
 			best = ns
 		}
 	}

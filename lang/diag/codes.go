@@ -160,6 +160,11 @@ const (
 	MaybeSkipped Code = "WF4004"
 	// JoinSingle: `join` given on a node with fewer than two incoming edges.
 	JoinSingle Code = "WF4005"
+	// JoinExclusive: a `join all` whose incoming edges never all deliver a
+	// real token in one run (they come from exclusive outcomes of one
+	// node: branch rules, agent routes, approval and rejection, success and
+	// on_error), so it can never run.
+	JoinExclusive Code = "WF4006"
 )
 
 // Optimiser: WF5xxx.
@@ -230,6 +235,7 @@ var all = []CodeInfo{
 	{NotAncestor, Error, "output of a node that is not an ancestor"},
 	{MaybeSkipped, Warning, "output of a node that may be skipped"},
 	{JoinSingle, Warning, "join on a node with one input"},
+	{JoinExclusive, Error, "join all can never run"},
 
 	{DeadNode, Warning, "node removed: never runs"},
 	{ConstCondition, Warning, "constant condition"},

@@ -51,9 +51,12 @@ if A.mode == 'ok' then
   end
 elseif A.mode == 'skip' then
   redis.call('HSET', STATE, x, 'skipped')
+  if A.iter ~= '' then redis.call('HDEL', STATE, 'out|' .. A.node) end
   event('node.skipped', consumed, 'x', x)
 else
   redis.call('HSET', STATE, x, 'failed', 'err|' .. x, A.error)
+  -- In a loop body, x.output is this iteration's: none when it failed.
+  if A.iter ~= '' then redis.call('HDEL', STATE, 'out|' .. A.node) end
   event('node.failed', consumed, 'x', x, 'error', A.error, 'handled', A.failrun and '0' or '1')
 end
 

@@ -221,6 +221,8 @@ local function skipnode(n, vec, hop)
   local x = xkey(n, vec)
   if redis.call('HEXISTS', STATE, x) == 1 then return end
   redis.call('HSET', STATE, x, 'skipped')
+  -- In a loop body, x.output is this iteration's: none when it was skipped.
+  if vec ~= '' then redis.call('HDEL', STATE, 'out|' .. n) end
   event('node.skipped', 0, 'x', x)
   route(n, vec, hop, {})
 end
@@ -264,9 +266,20 @@ local function arrive(to, vec, from, kind, real, hop)
     elseif n >= #ins and r == 0 then
       if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then skipnode(to, vec, hop) end
     end
-  elseif n >= #ins then
-    if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then
+  elseif g.join == 'settled' then
+    if n >= #ins and redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then
       if r > 0 then dispatch(to, vec, hop + 1) else skipnode(to, vec, hop) end
+    end
+  else
+    -- join all: every source sends a real token. A source sends at most
+    -- one real token on its edges to the node, so more skips than the
+    -- edges beyond one per source (none, mostly) mean one sent none: the
+    -- node is skipped at once.
+    local ns = g.ns or #ins
+    if real then
+      if r >= ns and redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then dispatch(to, vec, hop + 1) end
+    elseif n - r > #ins - ns and redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then
+      skipnode(to, vec, hop)
     end
   end
 end

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	mathbits "math/bits"
+	"slices"
 	"sort"
 	"strings"
 
@@ -436,6 +437,9 @@ func (s *state) goals() {
 			s.rp.Diags = append(s.rp.Diags, d)
 			ok = false
 			continue
+		}
+		if !slices.Contains(w.Goals, g) {
+			w.Goals = append(w.Goals, g)
 		}
 		keep[g] = true
 		for a := range ir.Ancestors(w, g) {

@@ -84,6 +84,10 @@ type Workflow struct {
 	Handlers    []Handler `json:"handlers"` // handlers the nodes use, sorted by name
 	Nodes       []Node    `json:"nodes"`    // in source order
 	Edges       []Edge    `json:"edges"`    // every edge of the graph
+	// Goals: the nodes a goal build (`wfc build --goal`) was made for. A run
+	// of such a workflow succeeds only if every goal node completed; else it
+	// fails naming the goal and why it did not run.
+	Goals []string `json:"goals,omitempty"`
 
 	// Derived by Analyze.
 	Entries   []string `json:"entries" hash:"-"`   // nodes with no incoming forward edge, in Order

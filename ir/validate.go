@@ -57,6 +57,7 @@ func Validate(w *Workflow) []Problem {
 	v.header()
 	v.inputs()
 	v.outputs()
+	v.goals()
 	v.handlerDecls()
 	v.nodes()
 	v.edges()
@@ -139,6 +140,21 @@ func (v *validator) inputs() {
 			v.addf(p.at("/required"), "an input with a default cannot be required")
 		}
 		v.loc(p.at("/loc"), in.Loc)
+	}
+}
+
+// goals: each names a node, once.
+func (v *validator) goals() {
+	seen := map[string]bool{}
+	for i, g := range v.w.Goals {
+		p := at("/goals").idx(i)
+		switch {
+		case v.w.Node(g) == nil:
+			v.addf(p, "goal %q names no node", g)
+		case seen[g]:
+			v.addf(p, "goal %q listed twice", g)
+		}
+		seen[g] = true
 	}
 }
 

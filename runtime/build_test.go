@@ -103,6 +103,7 @@ type wfSpec struct {
 	outputs []ir.Output
 	set     ir.Settings
 	nodes   []*nodeSpec
+	goals   []string
 }
 
 func input(name, kind string, def ...string) ir.Input {
@@ -119,7 +120,7 @@ func output(name, cel string) ir.Output { return ir.Output{Name: name, Expr: ir.
 // any problem.
 func build(t testing.TB, s wfSpec) *ir.Workflow {
 	t.Helper()
-	w := &ir.Workflow{IRVersion: ir.Version, Name: s.name, Settings: s.set, Inputs: s.inputs, Outputs: s.outputs}
+	w := &ir.Workflow{IRVersion: ir.Version, Name: s.name, Settings: s.set, Inputs: s.inputs, Outputs: s.outputs, Goals: s.goals}
 	if w.Name == "" {
 		w.Name = "test"
 	}

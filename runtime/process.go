@@ -240,7 +240,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	}
 	args := make([]any, 0, 10+3*len(succ))
 	outputs := "0"
-	if len(j.p.w.Outputs) > 0 {
+	if len(j.p.w.Outputs) > 0 || len(j.p.w.Goals) > 0 {
 		outputs = "1"
 	}
 	args = append(args, j.tok.Node, a.Output, j.tok.Hop+1, j.tok.Gen, strconv.FormatInt(nowMS(), 10), mq, j.msg.ID, j.tok.Run, ctl, outputs)
@@ -813,8 +813,12 @@ func (j *job) finish() error {
 	if err == nil && j.poison > 0 {
 		err = j.poisonErr()
 	}
+	goalErr := ""
+	if err == nil && len(j.p.w.Goals) > 0 {
+		goalErr, err = j.goals()
+	}
 	var b strings.Builder
-	if err == nil {
+	if err == nil && goalErr == "" {
 		b.WriteByte('{')
 		for i := range j.p.w.Outputs {
 			o := &j.p.w.Outputs[i]
@@ -838,7 +842,9 @@ func (j *job) finish() error {
 		return re.error
 	}
 	a := args{base: j.base(), Gen: j.tok.Gen}
-	if err != nil {
+	if goalErr != "" {
+		a.Error = goalErr
+	} else if err != nil {
 		a.Error = "workflow outputs: " + err.Error()
 	} else {
 		a.Result = b.String()

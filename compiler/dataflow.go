@@ -225,6 +225,10 @@ func (s *state) dataflow() {
 	for _, er := range s.reads {
 		for _, r := range er.reads {
 			x := s.nodes[r.node]
+			if r.iter {
+				s.iterRead(er.owner, x, r)
+				continue
+			}
 			if er.owner == nil {
 				if r.guarded {
 					continue
@@ -239,6 +243,15 @@ func (s *state) dataflow() {
 				continue
 			}
 			n := er.owner
+			if s.previousIteration(x, n) {
+				// x runs after n (or is n) in a loop body holding both: n
+				// reads x's output of the previous iteration.
+				if !r.guarded {
+					s.errorf(diag.MaybeSkipped, r.rng, "in %s, %s.output is %s's output in the previous iteration, which iteration 1 does not have; guard the read with has(%s.output)", n.id, x.id, x.id, x.id).
+						WithHint(s.guardHint(x, r))
+				}
+				continue
+			}
 			if x == n {
 				s.errorf(diag.NotAncestor, r.rng, "%s cannot read its own output here", n.id).
 					WithHint("inside branch, loop and compensate write `output`; elsewhere the node has not run yet")
@@ -278,6 +291,38 @@ func (s *state) dataflow() {
 			}
 		}
 	}
+}
+
+// previousIteration reports whether a read of x.output in n means x's
+// output in the previous iteration: a loop body holds both, and x is n or
+// runs after it in every iteration (x descends from n).
+func (s *state) previousIteration(x, n *node) bool {
+	if x != n && !s.anc[x.idx].has(n.idx) {
+		return false
+	}
+	for _, l := range s.nodes {
+		if l.loop != nil && l.loop.backTo != nil {
+			if b := s.loopBody(l); b.has(x.idx) && b.has(n.idx) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// iterRead checks a read of L.iteration: in L's body (and L's own
+// expressions) it is the current iteration; after the loop, the count; in
+// the workflow output, the count (0 if L never completed). Elsewhere L may
+// not have run yet.
+func (s *state) iterRead(n, l *node, r read) {
+	if n == nil || n == l || s.anc[n.idx].has(l.idx) {
+		return
+	}
+	if l.loop.backTo != nil && s.loopBody(l).has(n.idx) {
+		return
+	}
+	s.errorf(diag.NotAncestor, r.rng, "%s reads %s.iteration, but %s is neither in %s's loop body nor after it", n.id, l.id, n.id, l.id).
+		WithHint(fmt.Sprintf("add `after %s` to %s, or move %s into the loop body", l.id, n.id, n.id))
 }
 
 // onErrorPath reports whether n runs on x's on_error path (an on_error

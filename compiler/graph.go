@@ -521,7 +521,7 @@ func (s *state) analyze() {
 	}
 	for _, n := range s.nodes {
 		if ni := s.info.Nodes[n.id]; ni != nil {
-			ni.Join = n.join
+			ni.Join, ni.Loop = n.join, n.loop != nil
 		}
 	}
 	if len(s.nodes) == 0 {

@@ -53,6 +53,7 @@ type NodeInfo struct {
 	// distinct nodes with a forward edge to it, in source order (graph pass).
 	Join    string
 	Sources []string
+	Loop    bool // a loop node: ID.iteration is readable
 }
 
 // An InputInfo describes one workflow input.

@@ -23,6 +23,7 @@ type read struct {
 	node    int
 	rng     source.Range
 	guarded bool // the expression tests has(x.output)
+	iter    bool // a read of x.iteration, not of x.output
 }
 
 type exprReads struct {
@@ -83,9 +84,14 @@ func (s *state) types() {
 // output. Redefining it after an open handler's with block is checked
 // updates every later expression, because the checker asks the provider.
 func (s *state) nodeVar(n *node) *types.Type {
-	return s.prov.define("wf.node."+n.id, nil, map[string]*types.Type{
+	fields := map[string]*types.Type{
 		"output": s.prov.celType(n.outType, "wf.out."+n.id),
-	})
+	}
+	if n.loop != nil {
+		// L.iteration: the iteration in L's body, the count after it.
+		fields["iteration"] = types.IntType
+	}
+	return s.prov.define("wf.node."+n.id, nil, fields)
 }
 
 func (s *state) checkNode(n *node) {
@@ -482,6 +488,10 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 				// has(x.output) is recorded too (guarded): x must still be an
 				// ancestor, or the test races with x.
 				reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}})
+			case s.byID[name] != nil && sel.FieldName() == "iteration" && s.byID[name].loop != nil:
+				n := s.byID[name]
+				s.info.Refs = append(s.info.Refs, Ref{Range: identRng, Kind: RefNode, Name: name})
+				reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}, iter: true})
 			}
 			return
 		}

@@ -765,6 +765,9 @@ func (c *cursor) completeExpr() {
 	if isNode {
 		n := c.info.Nodes[chain[0]]
 		c.add("output", protocol.CompletionItemKindField, n.Output.String(), "the output of "+n.Kind+" "+n.ID, "0")
+		if n.Loop {
+			c.add("iteration", protocol.CompletionItemKindField, "int", "the iteration of "+n.ID+"'s loop (in its body), or how many it ran", "1")
+		}
 		return
 	}
 	if t == nil {

@@ -76,6 +76,10 @@ func runField(name string) string { return "run|" + name }
 // output.
 func outField(x string) string { return "out|" + x }
 
+// iterField names the state field holding how many iterations loop node id
+// ran (set by complete.lua at each of its completions).
+func iterField(id string) string { return "it|" + id }
+
 // runBase is the start of every key of runKeys; runKey returns one of them.
 func (k keyspace) runBase(run string) string { return k.tag(k.shard(run)) + ":run:" + run + ":" }
 

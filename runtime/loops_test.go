@@ -240,3 +240,39 @@ func outputOf(n *NodeStatus) string {
 	}
 	return string(n.Output)
 }
+
+// TestLoopCountsAndAccumulates: L.iteration in the body, in L's while and
+// after the loop; a body node reads its own output of the previous
+// iteration (absent in iteration 1) to accumulate (issue #13, item 8).
+func TestLoopCountsAndAccumulates(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{
+			inputs:  []ir.Input{input("target", ir.KindInt)},
+			outputs: []ir.Output{output("attempts", "check.iteration"), output("total", "add.output.total"), output("after", "done.output.n")},
+			nodes: []*nodeSpec{
+				task("add", "cel", with("total", cexpr("(has(add.output) ? add.output.total : 0) + check.iteration")),
+					with("seen", cexpr("has(check.output) ? check.output.at : 0"))),
+				task("check", "cel", after("add"), with("at", cexpr("check.iteration")),
+					loop("add.output.total < input.target && check.iteration < 10", 20, "add")),
+				task("done", "cel", after("check"), with("n", cexpr("check.iteration"))),
+			},
+		})
+		st := v.run(w, map[string]any{"target": 10})
+		if st.State != RunCompleted || string(st.Result) != `{"attempts":4,"total":10,"after":4}` {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		// add reads check's output of the previous iteration.
+		for x, want := range map[string]string{"add@1": `{"total":1,"seen":0}`, "add@3": `{"total":6,"seen":2}`} {
+			if got := st.Nodes[x]; got == nil || string(got.Output) != want {
+				t.Errorf("%s: %s, want %s", x, outputOf(got), want)
+			}
+		}
+		// The while's own bound: at most 10 iterations.
+		st = v.run(w, map[string]any{"target": 1000})
+		if string(st.Result) != `{"attempts":10,"total":55,"after":10}` {
+			t.Errorf("bounded: %s %s %s", st.State, st.Result, st.Error)
+		}
+	})
+}

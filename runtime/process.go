@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -276,15 +277,22 @@ func (j *job) abort(reason, x string) error {
 	}{j.base(), j.tok.Gen, reason, x})
 }
 
-// outputs reads the latest outputs of the given nodes.
+// outputs reads the latest outputs of the given nodes and, for the loop
+// nodes among them that do not enclose this execution, the number of
+// iterations they ran, under "it|<id>" (iterField).
 func (j *job) outputs(ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	fields := make([]string, len(ids))
+	fields := make([]string, len(ids), len(ids)+1)
 	for i, id := range ids {
 		fields[i] = outField(id)
+	}
+	for _, id := range ids {
+		if n := j.p.nodes[id]; n != nil && n.Loop != nil && j.loopIndex(id) < 0 {
+			fields = append(fields, iterField(id))
+		}
 	}
 	vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), fields...).Result()
 	if err != nil {
@@ -292,10 +300,39 @@ func (j *job) outputs(ids []string) (map[string]string, error) {
 	}
 	for i, v := range vals {
 		if s, ok := v.(string); ok {
-			out[ids[i]] = s
+			if i < len(ids) {
+				out[ids[i]] = s
+			} else {
+				out[fields[i]] = s
+			}
 		}
 	}
 	return out, nil
+}
+
+// loopIndex returns the position of loop node id among the loops enclosing
+// this execution (its component in the iteration vector), or -1.
+func (j *job) loopIndex(id string) int {
+	if g := j.p.graph[j.tok.Node]; g != nil {
+		return slices.Index(g.Loops, id)
+	}
+	return -1
+}
+
+// iteration returns L.iteration for loop node id (docs/language.md §7.6):
+// inside its body, this execution's iteration; elsewhere, how many
+// iterations it ran (0 if none completed).
+func (j *job) iteration(id string, outs map[string]string) int64 {
+	if k := j.loopIndex(id); k >= 0 {
+		comps := strings.Split(j.tok.Iter, ".")
+		if k < len(comps) {
+			n, _ := strconv.ParseInt(comps[k], 10, 64)
+			return n
+		}
+		return 0
+	}
+	n, _ := strconv.ParseInt(outs[iterField(id)], 10, 64)
+	return n
 }
 
 // activation binds input and the outputs of the nodes in ids.
@@ -307,6 +344,13 @@ func (j *job) activation(ids []string) (vars, error) {
 	act, err := j.p.activation(j.m.Inputs, ids, outs)
 	if err != nil {
 		return nil, &evalError{what: "activation", err: err}
+	}
+	for _, id := range ids {
+		if n := j.p.nodes[id]; n != nil && n.Loop != nil {
+			if m, ok := act[id].(map[string]any); ok {
+				m["iteration"] = j.iteration(id, outs)
+			}
+		}
 	}
 	return act, nil
 }
@@ -886,7 +930,9 @@ func (p *plan) reads(id string) []string {
 	}
 	list := []string{}
 	for _, n := range p.w.Order {
-		if set[n] && n != id {
+		// A loop body node may read its own output: the previous
+		// iteration's (docs/language.md §7.6).
+		if set[n] && (n != id || p.nodes[id].Loop != nil || len(p.graph[id].Loops) > 0) {
 			list = append(list, n)
 		}
 	}

@@ -42,6 +42,9 @@ if A.mode == 'ok' then
   redis.call('HSET', STATE, x, 'completed')
   redis.call('HSET', STATE, 'out|' .. x, A.output)
   if A.iter ~= '' then redis.call('HSET', STATE, 'out|' .. A.node, A.output) end
+  -- A loop node's iteration count, for L.iteration after the loop: its own
+  -- loop is the innermost, the vector's last component.
+  if g.back then redis.call('HSET', STATE, 'it|' .. A.node, string.match(A.iter, '(%d+)$') or '1') end
   if g.cq then addcomp(x) end
   if A.failrun then
     event('node.completed', consumed, 'x', x, 'output', A.output)

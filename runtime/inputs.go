@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/wfc-lang/wfc/ir"
 )
@@ -72,6 +73,9 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 			continue // an explicit null for an optional input: absent
 		}
 		if err := checkType(dv, &in.Type, "input "+in.Name); err != nil {
+			if s, ok := dv.(string); ok && in.Type.Kind == ir.KindDuration {
+				err = badDuration(in.Name, s)
+			}
 			probs = append(probs, err.Error())
 			continue
 		}
@@ -88,10 +92,12 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 }
 
 // ParseInput converts the text of a command-line input (`--input
-// name=text`) to a value for ValidateInputs: strings and durations are
-// taken as they are; other types are read as JSON (`4`, `true`,
-// `["a","b"]`); for an input of type any, text that is not JSON is a
-// string. Unknown names are errors.
+// name=text`) to a value for ValidateInputs: strings are taken as they
+// are; a duration is a Go duration literal (`100ms`, `1h30m`, `2s`),
+// checked here and kept as that string, which is how a run's inputs hold a
+// duration; other types are read as JSON (`4`, `true`, `["a","b"]`); for
+// an input of type any, text that is not JSON is a string. Unknown names
+// are errors.
 func ParseInput(w *ir.Workflow, name, text string) (any, error) {
 	for i := range w.Inputs {
 		in := &w.Inputs[i]
@@ -99,7 +105,12 @@ func ParseInput(w *ir.Workflow, name, text string) (any, error) {
 			continue
 		}
 		switch in.Type.Kind {
-		case ir.KindString, ir.KindDuration:
+		case ir.KindString:
+			return text, nil
+		case ir.KindDuration:
+			if _, err := time.ParseDuration(text); err != nil {
+				return nil, badDuration(name, text)
+			}
 			return text, nil
 		}
 		v, err := decodeJSON([]byte(text))
@@ -112,4 +123,10 @@ func ParseInput(w *ir.Workflow, name, text string) (any, error) {
 		return v, nil
 	}
 	return nil, fmt.Errorf("unknown input %q", name)
+}
+
+// badDuration is the error for an input of type duration whose value is
+// not a duration.
+func badDuration(name, text string) error {
+	return fmt.Errorf("input %s: %q is not a duration (write one like 100ms, 1h30m or 2s: units ns, us, ms, s, m, h)", name, text)
 }

@@ -36,3 +36,36 @@ func TestParseInput(t *testing.T) {
 		t.Error("unknown input accepted")
 	}
 }
+
+// A duration input takes a Go duration literal, kept as the string a JSON
+// input would hold; anything else is an error naming the input, from
+// ParseInput and from ValidateInputs alike.
+func TestDurationInput(t *testing.T) {
+	w := build(t, wfSpec{
+		inputs: []ir.Input{input("d", ir.KindDuration)},
+		nodes:  []*nodeSpec{task("x", "noop")},
+	})
+	for _, text := range []string{"100ms", "1h30m", "2s", "1.5h", "250us"} {
+		v, err := ParseInput(w, "d", text)
+		if err != nil {
+			t.Errorf("d=%s: %v", text, err)
+			continue
+		}
+		data, err := ValidateInputs(w, map[string]any{"d": v})
+		if want := `{"d":"` + text + `"}`; err != nil || string(data) != want {
+			t.Errorf("d=%s: inputs %s, %v; want %s", text, data, err, want)
+		}
+	}
+	const want = `input d: "abc" is not a duration (write one like 100ms, 1h30m or 2s: units ns, us, ms, s, m, h)`
+	for _, text := range []string{"abc", "1d", "5", ""} {
+		if v, err := ParseInput(w, "d", text); err == nil {
+			t.Errorf("d=%q accepted as %v", text, v)
+		}
+	}
+	if _, err := ParseInput(w, "d", "abc"); err == nil || err.Error() != want {
+		t.Errorf("ParseInput(d=abc): %v\nwant %s", err, want)
+	}
+	if _, err := ValidateInputs(w, map[string]any{"d": "abc"}); err == nil || err.Error() != "invalid inputs: "+want {
+		t.Errorf("ValidateInputs(d=abc): %v\nwant invalid inputs: %s", err, want)
+	}
+}

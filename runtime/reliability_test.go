@@ -515,7 +515,8 @@ func TestBadInput(t *testing.T) {
 			{map[string]any{"id": "x", "n": 1.5}, "input n: got number, want int"},
 			{map[string]any{"id": "x", "n": 1, "tags": []any{"a", 2}}, "input tags[1]: got int, want string"},
 			{map[string]any{"id": "x", "n": 1, "opts": map[string]any{}}, "input opts: missing field dry"},
-			{map[string]any{"id": "x", "n": 1, "wait": "soon"}, "input wait: got string, want duration"},
+			{map[string]any{"id": "x", "n": 1, "wait": "soon"}, `input wait: "soon" is not a duration`},
+			{map[string]any{"id": "x", "n": 1, "wait": 5}, "input wait: got int, want duration"},
 			{map[string]any{"id": "x", "n": 1, "extra": true}, `unknown input "extra"`},
 		} {
 			_, err := v.e.Submit(v.ctx, w, c.in)

@@ -71,6 +71,7 @@ type NodeStatus struct {
 	State   string          `json:"state"`
 	Output  json.RawMessage `json:"output,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	Code    string          `json:"code,omitempty"`    // the error code of a failed execution
 	Attempt int             `json:"attempt,omitempty"` // the attempt queued next, after retries
 }
 
@@ -150,7 +151,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 			}
 		}
 		if ns.State == NodeFailed {
-			ns.Error = states["err|"+x]
+			ns.Error, ns.Code = states["err|"+x], states["ec|"+x]
 		}
 		if a := states["att|"+x]; a != "" {
 			ns.Attempt, _ = strconv.Atoi(a)
@@ -226,6 +227,45 @@ func (ev Event) Queued() []string {
 	return out
 }
 
+// A Transition is the change of one execution's state that an event
+// records.
+type Transition struct {
+	Exec    string          // exec key: node id, plus "@" and the iteration vector inside loops
+	State   string          // the new state: NodeQueued, NodeRunning, ...
+	Output  json.RawMessage // with NodeCompleted
+	Error   string          // with NodeFailed
+	Code    string          // with NodeFailed: the error code
+	Attempt int             // with NodeRetrying: the attempt queued next
+}
+
+// Transitions returns the execution state changes ev records, in the
+// order they happened: the event's own execution's first, then the
+// executions it queued (see Queued). Folding the transitions of a run's
+// events in log order gives its node states (Replay does).
+func (ev Event) Transitions() []Transition {
+	f := ev.Fields
+	var ts []Transition
+	switch ev.Type {
+	case "node.expanded":
+		ts = append(ts, Transition{Exec: f["x"], State: NodeRunning})
+	case "node.completed":
+		ts = append(ts, Transition{Exec: f["x"], State: NodeCompleted, Output: json.RawMessage(f["output"])})
+	case "node.skipped":
+		ts = append(ts, Transition{Exec: f["x"], State: NodeSkipped})
+	case "node.failed":
+		ts = append(ts, Transition{Exec: f["x"], State: NodeFailed, Error: f["error"], Code: f["code"]})
+	case "node.retry":
+		if f["item"] == "-1" { // a for_each item's retry leaves its node running
+			a, _ := strconv.Atoi(f["attempt"])
+			ts = append(ts, Transition{Exec: f["x"], State: NodeRetrying, Attempt: a})
+		}
+	}
+	for _, q := range ev.Queued() {
+		ts = append(ts, Transition{Exec: q, State: NodeQueued})
+	}
+	return ts
+}
+
 // Replay rebuilds a run's status from its event log alone. For every run,
 // Replay(Events(run)) equals Status(run) in State, Gen, Counter, Nodes,
 // Result, Error, FailedNode and Compensation; Compare checks that.
@@ -254,22 +294,6 @@ func Replay(run string, events []Event) (*Status, error) {
 		case "run.started":
 			st.State, st.IR, st.Workflow, st.Created = RunRunning, f["ir"], f["workflow"], ev.Time
 			st.Inputs = json.RawMessage(f["inputs"])
-		case "node.expanded":
-			node(x).State = NodeRunning
-		case "node.completed":
-			ns := node(x)
-			ns.State, ns.Output = NodeCompleted, json.RawMessage(f["output"])
-		case "node.skipped":
-			node(x).State = NodeSkipped
-		case "node.failed":
-			ns := node(x)
-			ns.State, ns.Error = NodeFailed, f["error"]
-		case "node.retry":
-			if f["item"] == "-1" {
-				ns := node(x)
-				ns.State = NodeRetrying
-				ns.Attempt, _ = strconv.Atoi(f["attempt"])
-			}
 		case "run.completed":
 			st.State, st.Ended = RunCompleted, ev.Time
 			if r, ok := f["result"]; ok {
@@ -288,10 +312,22 @@ func Replay(run string, events []Event) (*Status, error) {
 		case "comp.done":
 			st.Compensation = "done"
 		}
-		// node.queued, or the executions a step queued with it.
-		for _, q := range ev.Queued() {
-			n, vec := splitExecKey(q)
-			st.Nodes[q] = &NodeStatus{Node: n, Iter: vec, State: NodeQueued}
+		for _, t := range ev.Transitions() {
+			if t.State == NodeQueued { // queued anew: nothing of an earlier execution is kept
+				n, vec := splitExecKey(t.Exec)
+				st.Nodes[t.Exec] = &NodeStatus{Node: n, Iter: vec, State: NodeQueued}
+				continue
+			}
+			ns := node(t.Exec)
+			ns.State = t.State
+			switch t.State {
+			case NodeCompleted:
+				ns.Output = t.Output
+			case NodeFailed:
+				ns.Error, ns.Code = t.Error, t.Code
+			case NodeRetrying:
+				ns.Attempt = t.Attempt
+			}
 		}
 	}
 	return st, nil
@@ -334,6 +370,7 @@ func Compare(a, b *Status) []string {
 		diff("node "+k+" state", x.State, y.State)
 		diff("node "+k+" output", string(x.Output), string(y.Output))
 		diff("node "+k+" error", x.Error, y.Error)
+		diff("node "+k+" code", x.Code, y.Code)
 		diff("node "+k+" attempt", x.Attempt, y.Attempt)
 	}
 	return d

@@ -212,9 +212,12 @@ func TestFollow(t *testing.T) {
 			},
 		})
 		run := v.submit(w, nil)
-		var types []string
+		var types, trans []string
 		st, err := v.e.Follow(v.ctx, run, func(ev Event) error {
 			types = append(types, ev.Type+":"+ev.Fields["x"]+fmt.Sprint(ev.Queued()))
+			for _, tr := range ev.Transitions() {
+				trans = append(trans, tr.Exec+":"+tr.State)
+			}
 			return nil
 		})
 		if err != nil || st.State != RunCompleted {
@@ -223,6 +226,11 @@ func TestFollow(t *testing.T) {
 		want := "run.started:[a] node.completed:a[b] node.completed:b[] run.finishing:[] run.completed:[]"
 		if got := strings.Join(types, " "); got != want {
 			t.Errorf("events\n got %s\nwant %s", got, want)
+		}
+		// An event's own execution changes first, then those it queued.
+		want = "a:queued a:completed b:queued b:completed"
+		if got := strings.Join(trans, " "); got != want {
+			t.Errorf("transitions\n got %s\nwant %s", got, want)
 		}
 		if _, err := v.e.Follow(v.ctx, "nope", func(Event) error { return nil }); err == nil {
 			t.Error("Follow of an unknown run")

@@ -33,12 +33,18 @@ kept after wfc exits. With --redis the run is stored in that Redis and the
 in-process workers share the work with any 'wfc worker' processes.
 
 Inputs are given with --input NAME=VALUE (repeatable) and --input-file
-F.json (a JSON object); a VALUE is read as JSON when the input's declared
-type is not string (--input n=3, --input tags='["a","b"]').
+F.json (a JSON object). A VALUE is taken as it is for an input declared
+string, is a duration literal for one declared duration (--input
+timeout=100ms, --input wait=1h30m), and is read as JSON for any other type
+(--input n=3, --input tags='["a","b"]').
 
-While it runs, wfc prints each node's state changes to standard error; at
-the end it prints the run's result (the workflow's output block) as JSON
-to standard output. With --json it prints the run's whole status instead.
+While it runs, wfc prints each change of a node's state (queued, running,
+retrying, completed, skipped, failed; compensating, compensated) to
+standard error as the run's event log records it, in the order the changes
+happened; -q leaves these lines out. A task shows as queued while its
+handler runs. wfc waits until the run has ended and its compensations are
+done, then prints the run's result (the workflow's output block) as JSON
+to standard output; with --json, the run's whole status instead.
 
 Exit codes: 0 the run completed, 1 it failed or was cancelled (or the
 workflow has errors), 2 bad command line, 3 a bug in wfc.`
@@ -144,44 +150,54 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	return finish(env, st, *jsonOut)
 }
 
-// watch waits for the run to end, printing node state changes.
+// watch waits for the run to end (with its compensations, if any) and
+// returns its final status. With progress it prints a line to standard
+// error for each change of an execution's state, as the run's event log
+// records it: in the log's order, which is the order the changes happened.
 func watch(ctx context.Context, env *Env, eng *runtime.Engine, id string, progress bool) (*runtime.Status, error) {
-	seen := map[string]string{}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		st, err := eng.Status(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if progress {
-			keys := make([]string, 0, len(st.Nodes))
-			for k := range st.Nodes {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				n := st.Nodes[k]
-				if seen[k] == n.State {
-					continue
-				}
-				seen[k] = n.State
-				line := fmt.Sprintf("  %-24s %s", k, n.State)
-				if n.Error != "" {
-					line += ": " + n.Error
-				}
-				fmt.Fprintln(env.Stderr, line)
-			}
-		}
-		if st.State != runtime.RunRunning {
-			return st, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
+	if !progress {
+		return eng.Wait(ctx, id)
 	}
+	p := &progressPrinter{w: env.Stderr, state: map[string]string{}}
+	return eng.Follow(ctx, id, func(ev runtime.Event) error {
+		p.event(ev)
+		return nil
+	})
+}
+
+// A progressPrinter prints the progress lines of a run from its events.
+type progressPrinter struct {
+	w     io.Writer
+	state map[string]string // exec key -> the state last printed
+}
+
+func (p *progressPrinter) event(ev runtime.Event) {
+	for _, t := range ev.Transitions() {
+		if p.state[t.Exec] == t.State {
+			continue
+		}
+		p.state[t.Exec] = t.State
+		p.line(t.Exec, t.State, t.Error)
+	}
+	x := ev.Fields["x"]
+	switch ev.Type {
+	case "comp.queued":
+		p.line(x, "compensating", "")
+	case "comp.retry":
+		p.line(x, "compensation retrying", "")
+	case "comp.completed":
+		p.line(x, "compensated", "")
+	case "comp.failed":
+		p.line(x, "compensation failed", ev.Fields["error"])
+	}
+}
+
+func (p *progressPrinter) line(x, state, errText string) {
+	line := fmt.Sprintf("  %-24s %s", x, state)
+	if errText != "" {
+		line += ": " + errText
+	}
+	fmt.Fprintln(p.w, line)
 }
 
 func finish(env *Env, st *runtime.Status, jsonOut bool) int {
@@ -267,8 +283,9 @@ func loadWorkflow(env *Env, path string) (*ir.Workflow, int) {
 }
 
 // parseInputs reads --input-file and --input values, typed by the
-// workflow's declared inputs: a string input takes VALUE as it is, any
-// other type parses it as JSON.
+// workflow's declared inputs: a string input takes VALUE as it is, a
+// duration input a duration literal (100ms, 1h30m), kept as that string
+// as in JSON inputs; any other type parses it as JSON.
 func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, error) {
 	in := map[string]any{}
 	if file != "" {
@@ -295,6 +312,9 @@ func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, e
 		}
 		v, err := runtime.ParseInput(w, name, val)
 		if err != nil {
+			if t.Kind == ir.KindDuration {
+				return nil, fmt.Errorf("--input %s: %s must be a duration like 100ms, 1h30m or 2s (units ns, us, ms, s, m, h)", p, name)
+			}
 			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON", p, name, t.String())
 		}
 		in[name] = v

@@ -19,7 +19,8 @@ func Builtins() map[string]*HandlerInfo {
 		{Name: "noop", Config: obj(), Output: obj(), Doc: "Does nothing and outputs {}."},
 		{Name: "echo", Open: true, Doc: "Outputs its `with` values unchanged."},
 		{Name: "cel", Open: true, Doc: "Outputs its `with` values: each field is a CEL expression evaluated at run time."},
-		{Name: "fail", Config: obj(opt("message", ir.KindString)), Output: obj(), Doc: "Always fails with `message` (for tests)."},
+		{Name: "fail", Config: obj(opt("message", ir.KindString), opt("code", ir.KindString), opt("retryable", ir.KindBool)), Output: obj(),
+			Doc: "Always fails, with error `code` (default \"fail\"), `message`, and `retryable` (default false)."},
 		{Name: "sleep", Config: obj(fld("duration", ir.KindDuration)), Output: obj(), Doc: "Waits for `duration`."},
 		{Name: "http", Config: obj(
 			fld("url", ir.KindString),
@@ -27,21 +28,23 @@ func Builtins() map[string]*HandlerInfo {
 			optT("headers", mapOf(ir.KindString)),
 			opt("body", ir.KindAny),
 			opt("timeout", ir.KindDuration),
+			optT("accept", listOf(ir.KindInt)),
 		), Output: obj(
 			fld("status", ir.KindInt),
 			ir.Field{Name: "headers", Type: mapOf(ir.KindString)},
 			fld("body", ir.KindAny),
-		), Doc: "Sends a JSON HTTP request; retries network errors and 5xx honouring Retry-After; sends an Idempotency-Key header."},
+		), Doc: "Sends a JSON HTTP request; retries network errors and 5xx honouring Retry-After; sends an Idempotency-Key header. A status of 400 or more (not in `accept`) fails with error code http.STATUS; no response is http.network."},
 		{Name: "exec", Config: obj(
 			ir.Field{Name: "argv", Type: listOf(ir.KindString)},
 			optT("env", mapOf(ir.KindString)),
 			opt("stdin", ir.KindString),
 			opt("dir", ir.KindString),
+			optT("ok_exit_codes", listOf(ir.KindInt)),
 		), Output: obj(
 			fld("exit_code", ir.KindInt),
 			fld("stdout", ir.KindString),
 			fld("stderr", ir.KindString),
-		), Doc: "Runs a program (argv, no shell); only on workers started with --allow-exec."},
+		), Doc: "Runs a program (argv, no shell); only on workers started with --allow-exec. An exit status other than 0 (or one of `ok_exit_codes`) fails with error code exec.N (retryable)."},
 	}
 	m := make(map[string]*HandlerInfo, len(hs))
 	for _, h := range hs {

@@ -229,6 +229,10 @@ func (s *state) dataflow() {
 				s.iterRead(er.owner, x, r)
 				continue
 			}
+			if r.err {
+				s.errRead(er.owner, x, r)
+				continue
+			}
 			if er.owner == nil {
 				if r.guarded {
 					continue
@@ -308,6 +312,35 @@ func (s *state) previousIteration(x, n *node) bool {
 		}
 	}
 	return false
+}
+
+// errRead checks a read of x.error: it exists when x failed, so a read
+// needs a has(x.error) guard unless every way the reader runs passes
+// through x's error edges.
+func (s *state) errRead(n, x *node, r read) {
+	if n != nil && x != n && !s.anc[n.idx].has(x.idx) {
+		s.errorf(diag.NotAncestor, r.rng, "%s reads %s.error, but %s is not guaranteed to have finished", n.id, x.id, x.id).
+			WithHint(fmt.Sprintf("read it in %s's on_error path", x.id))
+		return
+	}
+	if r.guarded {
+		return
+	}
+	if n != nil && n != x {
+		if jf := s.computeJoinFacts(); jf != nil && jf.failed[n.idx].has(x.idx) {
+			return // n runs only on x's error path
+		} else if jf != nil && jf.sure[n.idx].has(x.idx) {
+			s.errorf(diag.MaybeSkipped, r.rng, "%s.error never exists when %s runs: %s runs only after %s succeeded", x.id, n.id, n.id, x.id).
+				WithHint(fmt.Sprintf("read it on %s's on_error path", x.id))
+			return
+		}
+	}
+	where := "here"
+	if n != nil {
+		where = "when " + n.id + " runs"
+	}
+	s.errorf(diag.MaybeSkipped, r.rng, "%s.error exists only when %s failed, which is not certain %s; read it on %s's on_error path or guard it with has(%s.error)", x.id, x.id, where, x.id, x.id).
+		WithHint(fmt.Sprintf("has(%s.error) ? %s.error.code : \"\"", x.id, x.id))
 }
 
 // iterRead checks a read of L.iteration: in L's body (and L's own

@@ -489,6 +489,7 @@ func (s *state) skeleton() *ir.Workflow {
 		for _, r := range n.onError {
 			in.OnError = append(in.OnError, r.Name)
 		}
+		in.ErrorRoutes = n.irErrorRoutes()
 		if n.loop != nil {
 			in.Loop = &ir.Loop{BackTo: n.loop.backTo.Name}
 			for _, r := range n.loop.exhausted {

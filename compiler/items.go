@@ -48,6 +48,48 @@ func (s *state) items() {
 	}
 }
 
+// errRoute records one on_error line: codes route a failure with one of
+// those codes; a line without codes catches every other failure and must
+// come last, once. A code is routed by one line only.
+func (s *state) errRoute(n *node, g *ast.Goto) {
+	if len(n.errRoutes) > 0 {
+		if last := n.errRoutes[len(n.errRoutes)-1]; len(last.codes) == 0 {
+			if len(g.Codes) == 0 {
+				s.errorf(diag.Duplicate, g.Key.Range, "`on_error` without codes appears twice in %s %s", n.kind, n.id).
+					WithRelated(s.span(last.key.Range), "first given here")
+			} else {
+				s.errorf(diag.BadValue, g.Key.Range, "`on_error` without codes catches every failure, so it must come after the lines with codes").
+					WithRelated(s.span(last.key.Range), "the catch-all")
+			}
+			return
+		}
+	}
+	for _, c := range g.Codes {
+		switch {
+		case c.Template != nil:
+			s.errorf(diag.BadValue, c.Range, "an error code is a plain string, not a template")
+		case !ir.ValidCode(c.Value):
+			s.errorf(diag.BadValue, c.Range, "error code %q: use letters, digits and . _ - (a trailing * matches any code with that prefix)", c.Value)
+		}
+		for _, r := range n.errRoutes {
+			for _, d := range r.codes {
+				if d.Value == c.Value {
+					s.errorf(diag.Duplicate, c.Range, "error code %q is routed twice", c.Value).WithRelated(s.span(d.Range), "first routed here")
+				}
+			}
+		}
+	}
+	// Every target once (one error edge each); a name repeated within one
+	// line stays, for the graph pass's WF1005.
+	prev := len(n.onError)
+	for _, t := range g.Targets {
+		if !slices.ContainsFunc(n.onError[:prev], func(x *ast.Ident) bool { return x.Name == t.Name }) {
+			n.onError = append(n.onError, t)
+		}
+	}
+	n.errRoutes = append(n.errRoutes, errRoute{key: g.Key, codes: g.Codes, targets: g.Targets})
+}
+
 func (s *state) nodeItems(n *node) {
 	d := n.decl
 	n.after = d.After
@@ -75,7 +117,7 @@ func (s *state) nodeItems(n *node) {
 			s.errorf(diag.UnknownItem, k.Range, "`%s` is not allowed in %s %s node (only in %s nodes)", k.Name, article(n.kind), n.kind, strings.Join(kinds, ", "))
 			continue
 		}
-		if prev := seen[k.Name]; prev != nil {
+		if prev := seen[k.Name]; prev != nil && k.Name != "on_error" {
 			s.errorf(diag.Duplicate, k.Range, "`%s` appears twice in %s %s", k.Name, n.kind, n.id).
 				WithRelated(s.span(prev.Rng()), "first given here")
 			continue
@@ -226,7 +268,7 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 		if g, ok := it.(*ast.Goto); ok && g.Arrow {
 			switch k.Name {
 			case "on_error":
-				n.onError = g.Targets
+				s.errRoute(n, g)
 			case "on_reject":
 				n.onReject = g.Targets
 			default:
@@ -236,7 +278,7 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 		}
 		s.shapeError(k, it, fmt.Sprintf("targets: %s => node, ...", k.Name))
 	case "routes":
-		if g, ok := it.(*ast.Goto); ok && !g.Arrow {
+		if g, ok := it.(*ast.Goto); ok && !g.Arrow && len(g.Codes) == 0 {
 			n.routes = g.Targets
 			return
 		}
@@ -331,7 +373,7 @@ func (s *state) checkParamNames(pb *ast.ParamBlock) {
 
 func (s *state) retryBlock(b *ast.Block) *ir.Retry {
 	r := &ir.Retry{Attempts: 0, Backoff: ir.BackoffFixed, DelayMS: 1000}
-	allowed := []string{"attempts", "backoff", "delay", "max_delay"}
+	allowed := []string{"attempts", "backoff", "delay", "max_delay", "on", "except"}
 	seen := map[string]bool{}
 	for _, it := range b.Items {
 		k := ast.KeyOf(it)
@@ -367,7 +409,18 @@ func (s *state) retryBlock(b *ast.Block) *ir.Retry {
 			r.DelayMS = s.durationValue(st)
 		case "max_delay":
 			r.MaxDelayMS = s.durationValue(st)
+		case "on", "except":
+			codes := s.codeList(st)
+			if k.Name == "on" {
+				r.On = codes
+			} else {
+				r.Except = codes
+			}
 		}
+	}
+	if seen["on"] && seen["except"] {
+		s.errorf(diag.BadValue, b.Range, "retry takes `on` or `except`, not both").
+			WithHint("`on [codes]` retries only those codes; `except [codes]` retries every other code")
 	}
 	if !seen["attempts"] {
 		s.errorf(diag.MissingItem, b.Key.Range, "retry has no `attempts`").WithHint("add `attempts N` (total tries, including the first)")
@@ -376,6 +429,27 @@ func (s *state) retryBlock(b *ast.Block) *ir.Retry {
 		s.errorf(diag.BadValue, b.Range, "max_delay is shorter than delay")
 	}
 	return r
+}
+
+// codeList reads a list of error codes: ["http.503", "timeout", "http.5*"].
+func (s *state) codeList(st *ast.Setting) []string {
+	if st.Value.Kind != ast.ListValue || len(st.Value.List) == 0 {
+		s.wrongValue(st, `a non-empty list of error codes: ["timeout", "http.5*"]`)
+		return nil
+	}
+	var codes []string
+	for _, v := range st.Value.List {
+		if v.Kind != ast.StringValue || v.Str.Template != nil || !ir.ValidCode(v.Str.Value) {
+			s.errorf(diag.BadValue, v.Range, "an error code is a string of letters, digits and . _ - (a trailing * matches any code with that prefix)")
+			continue
+		}
+		if slices.Contains(codes, v.Str.Value) {
+			s.errorf(diag.Duplicate, v.Range, "error code %q is listed twice", v.Str.Value)
+			continue
+		}
+		codes = append(codes, v.Str.Value)
+	}
+	return codes
 }
 
 func (s *state) loopBlock(n *node, b *ast.Block) *loopDef {

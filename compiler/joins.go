@@ -49,6 +49,7 @@ type joinFacts struct {
 	// inputs can, the routing node whose outcomes its inputs disagree on.
 	conflict []int
 	sure     []bits
+	failed   []bits // failed[n]: nodes that surely failed (x.error exists) whenever n runs
 }
 
 // edgeOutcomes returns the outcomes of e's source under which e delivers a
@@ -81,7 +82,20 @@ func edgeOutcomes(w *ir.Workflow, src *ir.Node, e ir.Edge) outcomeSet {
 	case ir.EdgeRoute:
 		return outcomeSet{"route " + e.To: true}
 	case ir.EdgeError:
-		return outcomeSet{"error": true}
+		if len(src.ErrorRoutes) == 0 {
+			return outcomeSet{"error": true}
+		}
+		set := outcomeSet{}
+		for _, r := range src.ErrorRoutes {
+			if slices.Contains(r.Targets, e.To) {
+				if len(r.Codes) == 0 {
+					set["error"] = true
+				} else {
+					set["error "+strings.Join(r.Codes, ", ")] = true
+				}
+			}
+		}
+		return set
 	case ir.EdgeReject:
 		return outcomeSet{"reject": true}
 	case ir.EdgeExhausted:
@@ -119,14 +133,14 @@ func (s *state) computeJoinFacts() *joinFacts {
 			}
 		}
 	}
-	jf := &joinFacts{needs: make([]needMap, n), never: make([]bool, n), conflict: make([]int, n), sure: make([]bits, n)}
+	jf := &joinFacts{needs: make([]needMap, n), never: make([]bool, n), conflict: make([]int, n), sure: make([]bits, n), failed: make([]bits, n)}
 	for _, id := range w.Order {
 		i := idx[id]
 		jf.conflict[i] = -1
 		node := &w.Nodes[i]
 		all := cmp.Or(node.Join, ir.JoinAll) == ir.JoinAll || len(in[i]) == 1
 		var needs needMap
-		var sure bits
+		var sure, failed bits
 		first, neverIn, live := true, false, 0
 		// A source with several edges to the node (a routing node's
 		// alternatives) sends a real token on at most one of them: its
@@ -161,21 +175,23 @@ func (s *state) computeJoinFacts() *joinFacts {
 			}
 			es := jf.sure[p]
 			if ran && grp.allRan() {
-				es = slices.Clone(es)
-				if es == nil {
-					es = newBits(n)
-				}
-				es.set(p)
+				es = withBit(es, p, n)
+			}
+			ef := jf.failed[p]
+			if grp.allError() {
+				ef = withBit(ef, p, n)
 			}
 			switch {
 			case first:
-				needs, sure = en, es
+				needs, sure, failed = en, es, ef
 			case all:
 				needs = meet(needs, en)
 				sure = union(sure, es)
+				failed = union(failed, ef)
 			default:
 				needs = joinNeeds(needs, en)
 				sure = intersect(sure, es)
+				failed = intersect(failed, ef)
 			}
 			first = false
 		}
@@ -195,7 +211,7 @@ func (s *state) computeJoinFacts() *joinFacts {
 		if len(needs) > maxNeeds {
 			needs = nil
 		}
-		jf.needs[i], jf.sure[i] = needs, sure
+		jf.needs[i], jf.sure[i], jf.failed[i] = needs, sure, failed
 	}
 	s.jf = jf
 	return jf
@@ -203,6 +219,25 @@ func (s *state) computeJoinFacts() *joinFacts {
 
 // edgeGroup is the incoming edges of a node from one source.
 type edgeGroup []ir.Edge
+
+// withBit returns a copy of b (nil: empty, of n bits) with bit i set.
+func withBit(b bits, i, n int) bits {
+	b = slices.Clone(b)
+	if b == nil {
+		b = newBits(n)
+	}
+	b.set(i)
+	return b
+}
+
+func (g edgeGroup) allError() bool {
+	for _, e := range g {
+		if e.Kind != ir.EdgeError {
+			return false
+		}
+	}
+	return true
+}
 
 func (g edgeGroup) allRan() bool {
 	for _, e := range g {
@@ -378,6 +413,8 @@ func outcomeWords(dn *ir.Node, set outcomeSet) string {
 			ws = append(ws, d+"'s `default`")
 		case o == "error":
 			ws = append(ws, d+" to fail (`on_error`)")
+		case strings.HasPrefix(o, "error "):
+			ws = append(ws, d+" to fail with "+strings.TrimPrefix(o, "error "))
 		case o == "reject":
 			ws = append(ws, d+" to be rejected")
 		case o == "exhausted":

@@ -301,6 +301,7 @@ func (s *state) lowerNode(n *node) ir.Node {
 		}
 	}
 	in.OnError = names(n.onError)
+	in.ErrorRoutes = n.irErrorRoutes()
 	if c := n.compensate; c != nil {
 		in.Compensate = &ir.Compensate{Handler: c.handler, With: s.params(c.with)}
 	}
@@ -393,6 +394,17 @@ func removeNodes(w *ir.Workflow, dead map[string]bool) {
 			n.Human.OnReject = keep(n.Human.OnReject)
 		}
 		n.OnError = keep(n.OnError)
+		// A route whose targets are all gone still takes its codes (the
+		// failure is handled, nothing runs after it); without any error
+		// target left the node has no on_error at all.
+		if n.OnError == nil {
+			n.ErrorRoutes = nil
+		}
+		for i := range n.ErrorRoutes {
+			if n.ErrorRoutes[i].Targets = keep(n.ErrorRoutes[i].Targets); n.ErrorRoutes[i].Targets == nil {
+				n.ErrorRoutes[i].Targets = []string{}
+			}
+		}
 		nodes = append(nodes, n)
 	}
 	w.Nodes = nodes

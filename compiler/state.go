@@ -96,7 +96,8 @@ type node struct {
 	timeoutMS  int64
 	branch     *ast.Branch
 	loop       *loopDef
-	onError    []*ast.Ident
+	onError    []*ast.Ident // every on_error target, each once
+	errRoutes  []errRoute   // the on_error lines, in order (a catch-all has no codes)
 	compensate *compDef
 
 	model       string
@@ -114,6 +115,32 @@ type node struct {
 
 	description string
 	outType     *ir.Type // type of id.output
+}
+
+// errRoute is one `on_error ["code", ...] => targets` line.
+type errRoute struct {
+	key     *ast.Ident
+	codes   []*ast.String
+	targets []*ast.Ident
+}
+
+// irErrorRoutes returns the IR's error_routes: none when the node's only
+// on_error line has no codes (every failure takes it).
+func (n *node) irErrorRoutes() []ir.ErrorRoute {
+	if len(n.errRoutes) == 0 || len(n.errRoutes) == 1 && len(n.errRoutes[0].codes) == 0 {
+		return nil
+	}
+	out := make([]ir.ErrorRoute, len(n.errRoutes))
+	for i, r := range n.errRoutes {
+		out[i].Targets = []string{}
+		for _, t := range r.targets {
+			out[i].Targets = append(out[i].Targets, t.Name)
+		}
+		for _, c := range r.codes {
+			out[i].Codes = append(out[i].Codes, c.Value)
+		}
+	}
+	return out
 }
 
 type loopDef struct {

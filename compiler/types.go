@@ -24,7 +24,15 @@ type read struct {
 	rng     source.Range
 	guarded bool // the expression tests has(x.output)
 	iter    bool // a read of x.iteration, not of x.output
+	err     bool // a read of x.error (guarded: the expression tests has(x.error))
 }
+
+// errorType is the type of x.error: the failure that sent x's token along
+// its error edges.
+var errorType = &ir.Type{Kind: ir.KindObject, Fields: []ir.Field{
+	{Name: "code", Type: ir.Type{Kind: ir.KindString}},
+	{Name: "message", Type: ir.Type{Kind: ir.KindString}},
+}}
 
 type exprReads struct {
 	owner *node // nil for the workflow's output block
@@ -90,6 +98,10 @@ func (s *state) nodeVar(n *node) *types.Type {
 	if n.loop != nil {
 		// L.iteration: the iteration in L's body, the count after it.
 		fields["iteration"] = types.IntType
+	}
+	if len(n.onError) > 0 {
+		// x.error on x's error path.
+		fields["error"] = s.prov.celType(errorType, "wf.error")
 	}
 	return s.prov.define("wf.node."+n.id, nil, fields)
 }
@@ -461,7 +473,7 @@ func thousands(n uint64) string {
 func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, record bool) {
 	info := a.SourceInfo()
 	var reads []read
-	guarded := map[string]bool{}
+	guarded, guardedErr := map[string]bool{}, map[string]bool{}
 	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(x celast.Expr) {
 		if x.Kind() != celast.SelectKind {
 			return
@@ -488,6 +500,13 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 				// has(x.output) is recorded too (guarded): x must still be an
 				// ancestor, or the test races with x.
 				reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}})
+			case s.byID[name] != nil && sel.FieldName() == "error" && len(s.byID[name].onError) > 0:
+				n := s.byID[name]
+				s.info.Refs = append(s.info.Refs, Ref{Range: identRng, Kind: RefNode, Name: name})
+				if sel.IsTestOnly() {
+					guardedErr[name] = true
+				}
+				reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}, err: true})
 			case s.byID[name] != nil && sel.FieldName() == "iteration" && s.byID[name].loop != nil:
 				n := s.byID[name]
 				s.info.Refs = append(s.info.Refs, Ref{Range: identRng, Kind: RefNode, Name: name})
@@ -511,7 +530,11 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 		return
 	}
 	for i := range reads {
-		reads[i].guarded = guarded[s.nodes[reads[i].node].id]
+		if reads[i].err {
+			reads[i].guarded = guardedErr[s.nodes[reads[i].node].id]
+		} else {
+			reads[i].guarded = guarded[s.nodes[reads[i].node].id]
+		}
 	}
 	s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: reads})
 }

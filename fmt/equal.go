@@ -219,7 +219,12 @@ func (c *comparer) item(a, b ast.Item) bool {
 			return c.ident(x.Key, y.Key) && c.value(x.Value, y.Value)
 		}
 	case *ast.Goto:
-		if y, ok := b.(*ast.Goto); ok && x.Arrow == y.Arrow {
+		if y, ok := b.(*ast.Goto); ok && x.Arrow == y.Arrow && len(x.Codes) == len(y.Codes) {
+			for i := range x.Codes {
+				if !c.str(x.Codes[i], y.Codes[i]) {
+					return false
+				}
+			}
 			return c.ident(x.Key, y.Key) && c.idents(x.Targets, y.Targets)
 		}
 	case *ast.Cond:

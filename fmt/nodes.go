@@ -243,8 +243,16 @@ func (p *printer) item(it ast.Item, ws int) {
 		p.value(it.Value, 1)
 	case *ast.Goto:
 		p.ident(it.Key, ws)
+		end := it.Key.End
+		for i, c := range it.Codes {
+			if i > 0 {
+				p.glue(",")
+			}
+			p.emit(c.Start, c.End, c.Raw, 1)
+			end = c.End
+		}
 		if it.Arrow {
-			p.tok(it.Key.End, "=>", 1)
+			p.tok(end, "=>", 1)
 		}
 		p.targets(it.Targets, 1)
 	case *ast.Cond:

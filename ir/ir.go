@@ -188,24 +188,29 @@ type Param struct {
 // A Node represents one step of the workflow. Type says which of Handler,
 // Agent, Human and Flow is set; the other options may be combined freely.
 type Node struct {
-	ID         string      `json:"id"`
-	Type       string      `json:"type"`
-	Handler    string      `json:"handler,omitempty"` // task only
-	With       []Param     `json:"with,omitempty"`
-	OutputType *Type       `json:"output_type,omitempty"`
-	Join       string      `json:"join"`           // JoinAll, JoinAny or JoinSettled
-	When       *Expr       `json:"when,omitempty"` // false => the node is skipped
-	ForEach    *ForEach    `json:"for_each,omitempty"`
-	Retry      *Retry      `json:"retry,omitempty"`
-	TimeoutMS  int64       `json:"timeout_ms,omitempty"`
-	Branch     *Branch     `json:"branch,omitempty"`
-	Loop       *Loop       `json:"loop,omitempty"`
-	OnError    []string    `json:"on_error,omitempty"`
-	Compensate *Compensate `json:"compensate,omitempty"`
-	Agent      *Agent      `json:"agent,omitempty"`
-	Human      *Human      `json:"human,omitempty"`
-	Flow       *Flow       `json:"flow,omitempty"`
-	Loc        *Loc        `json:"loc,omitempty" hash:"-"`
+	ID         string   `json:"id"`
+	Type       string   `json:"type"`
+	Handler    string   `json:"handler,omitempty"` // task only
+	With       []Param  `json:"with,omitempty"`
+	OutputType *Type    `json:"output_type,omitempty"`
+	Join       string   `json:"join"`           // JoinAll, JoinAny or JoinSettled
+	When       *Expr    `json:"when,omitempty"` // false => the node is skipped
+	ForEach    *ForEach `json:"for_each,omitempty"`
+	Retry      *Retry   `json:"retry,omitempty"`
+	TimeoutMS  int64    `json:"timeout_ms,omitempty"`
+	Branch     *Branch  `json:"branch,omitempty"`
+	Loop       *Loop    `json:"loop,omitempty"`
+	OnError    []string `json:"on_error,omitempty"` // every on_error target, each once
+	// ErrorRoutes route a failure by its error code (on_error "code" =>
+	// targets): the first route one of whose codes matches takes it, else
+	// the route without codes (the catch-all, last). Absent: every failure
+	// goes to all of OnError. A failure no route takes fails the run.
+	ErrorRoutes []ErrorRoute `json:"error_routes,omitempty"`
+	Compensate  *Compensate  `json:"compensate,omitempty"`
+	Agent       *Agent       `json:"agent,omitempty"`
+	Human       *Human       `json:"human,omitempty"`
+	Flow        *Flow        `json:"flow,omitempty"`
+	Loc         *Loc         `json:"loc,omitempty" hash:"-"`
 
 	// Derived by Analyze.
 	Dependencies []string  `json:"dependencies" hash:"-"` // sources of incoming forward edges, in Order
@@ -230,6 +235,46 @@ type Retry struct {
 	Backoff    string `json:"backoff"`
 	DelayMS    int64  `json:"delay_ms,omitempty"`
 	MaxDelayMS int64  `json:"max_delay_ms,omitempty"`
+	// On, when set, retries only errors whose code matches one of these;
+	// Except never retries those. At most one of them is set. A code
+	// ending in * matches every code with that prefix.
+	On     []string `json:"on,omitempty"`
+	Except []string `json:"except,omitempty"`
+}
+
+// An ErrorRoute sends a failure whose error code matches one of Codes (or
+// any failure, when Codes is empty) to Targets.
+type ErrorRoute struct {
+	Codes   []string `json:"codes,omitempty"`
+	Targets []string `json:"targets"`
+}
+
+// MatchCode reports whether error code c matches pattern p: equal, or p
+// ends in * and c starts with the rest.
+func MatchCode(p, c string) bool {
+	if pre, ok := strings.CutSuffix(p, "*"); ok {
+		return strings.HasPrefix(c, pre)
+	}
+	return p == c
+}
+
+// Route returns the targets a failure with error code c goes to, and
+// whether a route takes it (docs/language.md §7.8).
+func (n *Node) Route(c string) ([]string, bool) {
+	if len(n.ErrorRoutes) == 0 {
+		return n.OnError, len(n.OnError) > 0
+	}
+	for _, r := range n.ErrorRoutes {
+		if len(r.Codes) == 0 {
+			return r.Targets, true
+		}
+		for _, p := range r.Codes {
+			if MatchCode(p, c) {
+				return r.Targets, true
+			}
+		}
+	}
+	return nil, false
 }
 
 // A Branch represents conditional routing on a node's output. The runtime

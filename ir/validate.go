@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -158,6 +159,65 @@ func (v *validator) goals() {
 	}
 }
 
+// codes: error codes are [A-Za-z0-9._-]+, optionally ending in *.
+func (v *validator) codes(p *path, cs []string) {
+	for i, c := range cs {
+		if !ValidCode(c) {
+			v.addf(p.idx(i), "invalid error code %q", c)
+		}
+	}
+}
+
+// ValidCode reports whether c is an error code or code pattern:
+// [A-Za-z0-9._-]+, optionally ending in * (a prefix).
+func ValidCode(c string) bool {
+	c = strings.TrimSuffix(c, "*")
+	if c == "" || len(c) > 200 {
+		return false
+	}
+	for _, r := range c {
+		if !(r == '.' || r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// errorRoutes: each route's targets are on_error targets, every on_error
+// target is in a route, only the last route lacks codes, and a code is
+// routed once.
+func (v *validator) errorRoutes(p *path, n *Node) {
+	if len(n.ErrorRoutes) == 0 {
+		return
+	}
+	in := map[string]bool{}
+	seen := map[string]bool{}
+	for i, r := range n.ErrorRoutes {
+		rp := p.at("/error_routes").idx(i)
+		if len(r.Codes) == 0 && i != len(n.ErrorRoutes)-1 {
+			v.addf(rp, "only the last error route may lack codes")
+		}
+		v.codes(rp.at("/codes"), r.Codes)
+		for _, c := range r.Codes {
+			if seen[c] {
+				v.addf(rp.at("/codes"), "code %q routed twice", c)
+			}
+			seen[c] = true
+		}
+		for _, t := range r.Targets {
+			if !slices.Contains(n.OnError, t) {
+				v.addf(rp.at("/targets"), "target %q is not in on_error", t)
+			}
+			in[t] = true
+		}
+	}
+	for _, t := range n.OnError {
+		if !in[t] {
+			v.addf(p.at("/on_error"), "target %q is in no error route", t)
+		}
+	}
+}
+
 func (v *validator) outputs() {
 	seen := map[string]bool{}
 	for i, out := range v.w.Outputs {
@@ -258,6 +318,11 @@ func (v *validator) node(i int, seen map[string]bool) {
 		} else if r.MaxDelayMS > 0 && r.MaxDelayMS < r.DelayMS {
 			v.addf(p.at("/retry/max_delay_ms"), "max delay %dms is less than the delay %dms", r.MaxDelayMS, r.DelayMS)
 		}
+		if len(r.On) > 0 && len(r.Except) > 0 {
+			v.addf(p.at("/retry/except"), "retry takes on or except, not both")
+		}
+		v.codes(p.at("/retry/on"), r.On)
+		v.codes(p.at("/retry/except"), r.Except)
 	}
 	if n.TimeoutMS < 0 {
 		v.addf(p.at("/timeout_ms"), "must not be negative")
@@ -286,6 +351,7 @@ func (v *validator) node(i int, seen map[string]bool) {
 		v.targets(p.at("/loop/exhausted"), n.ID, l.Exhausted)
 	}
 	v.targets(p.at("/on_error"), n.ID, n.OnError)
+	v.errorRoutes(p, n)
 	if c := n.Compensate; c != nil {
 		if c.Handler == "" {
 			v.addf(p.at("/compensate/handler"), "missing handler")

@@ -259,7 +259,7 @@ func (f *fastParser) item() (*gItem, bool) {
 		g.Branch, ok = f.branch()
 	case t0.Value == "routes" && t1.Type == tIdent:
 		g.Routes, ok = f.routes()
-	case f.is(1, "=>"):
+	case f.is(1, "=>") || t1.Type == tString && f.codesThenArrow(1):
 		g.Goto, ok = f.gotoItem()
 	case startsValue(t1):
 		g.Setting, ok = f.setting()
@@ -481,9 +481,31 @@ func (f *fastParser) routes() (*gRoutes, bool) {
 	return g, true
 }
 
+// codesThenArrow reports whether the tokens from offset k on are
+// `"A" ("," "B")* =>` (a goto's error codes).
+func (f *fastParser) codesThenArrow(k int) bool {
+	for {
+		if f.at(k).Type != tString {
+			return false
+		}
+		if f.is(k+1, "=>") {
+			return true
+		}
+		if !f.is(k+1, ",") {
+			return false
+		}
+		k += 2
+	}
+}
+
 func (f *fastParser) gotoItem() (*gGoto, bool) {
 	g := &gGoto{Pos: f.Peek().Pos}
 	g.Key, _ = f.ident()
+	for !f.is(0, "=>") { // (codesThenArrow checked the shape)
+		s, _ := f.str()
+		g.Codes = append(g.Codes, s)
+		f.lit(",")
+	}
 	f.i++ // "=>"
 	var ok bool
 	if g.Targets, ok = f.idents(); !ok {

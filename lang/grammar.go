@@ -179,8 +179,9 @@ type gBlock struct {
 type gGoto struct {
 	Pos     lexer.Position
 	EndPos  lexer.Position
-	Key     *gIdent   `parser:"@@ \"=>\""`
-	Targets []*gIdent `parser:"@@ (\",\" @@)*"`
+	Key     *gIdent    `parser:"(?= Ident (String (\",\" String)*)? \"=>\") @@"`
+	Codes   []*gString `parser:"(@@ (\",\" @@)*)? \"=>\""`
+	Targets []*gIdent  `parser:"@@ (\",\" @@)*"`
 }
 
 type gRoutes struct {

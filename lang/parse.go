@@ -334,7 +334,11 @@ func (p *parser) item(g *gItem) ast.Item {
 	case g.Routes != nil:
 		return &ast.Goto{Range: r, Key: p.gident(g.Routes.Key), Targets: p.idents(g.Routes.Targets)}
 	case g.Goto != nil:
-		return &ast.Goto{Range: r, Key: p.gident(g.Goto.Key), Arrow: true, Targets: p.idents(g.Goto.Targets)}
+		gt := &ast.Goto{Range: r, Key: p.gident(g.Goto.Key), Arrow: true, Targets: p.idents(g.Goto.Targets)}
+		for _, c := range g.Goto.Codes {
+			gt.Codes = append(gt.Codes, p.str(c))
+		}
+		return gt
 	case g.Setting != nil:
 		return p.setting(g.Setting)
 	case g.Block != nil:

@@ -80,6 +80,10 @@ func outField(x string) string { return "out|" + x }
 // ran (set by complete.lua at each of its completions).
 func iterField(id string) string { return "it|" + id }
 
+// errField names the state field holding node id's latest failure as JSON
+// {code, message} (x.error; in a loop body, the current iteration's).
+func errField(id string) string { return "er|" + id }
+
 // runBase is the start of every key of runKeys; runKey returns one of them.
 func (k keyspace) runBase(run string) string { return k.tag(k.shard(run)) + ":run:" + run + ":" }
 

@@ -66,7 +66,7 @@ type job struct {
 // poisonErr is the failure of an execution whose message was delivered too
 // often.
 func (j *job) poisonErr() error {
-	return handlers.Permanentf("gave up after %d deliveries: the workers handling it died or lost it every time", j.poison)
+	return handlers.Errorf(CodeLost, false, "gave up after %d deliveries: the workers handling it died or lost it every time", j.poison)
 }
 
 // process handles a message in flight; give is as for job.give.
@@ -205,6 +205,7 @@ type completeArgs struct {
 	Mode    string      `json:"mode"`
 	Output  string      `json:"output,omitempty"`
 	Error   string      `json:"error,omitempty"`
+	Code    string      `json:"code,omitempty"` // the error code, mode fail
 	Real    [][2]string `json:"real,omitempty"`
 	Loop    bool        `json:"loop"`
 	Item    int         `json:"item"`
@@ -293,6 +294,9 @@ func (j *job) outputs(ids []string) (map[string]string, error) {
 		if n := j.p.nodes[id]; n != nil && n.Loop != nil && j.loopIndex(id) < 0 {
 			fields = append(fields, iterField(id))
 		}
+		if n := j.p.nodes[id]; n != nil && len(n.OnError) > 0 {
+			fields = append(fields, errField(id))
+		}
 	}
 	vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), fields...).Result()
 	if err != nil {
@@ -346,9 +350,19 @@ func (j *job) activation(ids []string) (vars, error) {
 		return nil, &evalError{what: "activation", err: err}
 	}
 	for _, id := range ids {
-		if n := j.p.nodes[id]; n != nil && n.Loop != nil {
-			if m, ok := act[id].(map[string]any); ok {
-				m["iteration"] = j.iteration(id, outs)
+		n := j.p.nodes[id]
+		m, ok := act[id].(map[string]any)
+		if n == nil || !ok {
+			continue
+		}
+		if n.Loop != nil {
+			m["iteration"] = j.iteration(id, outs)
+		}
+		// x.error on x's error path: {code, message}.
+		if raw, ok := outs[errField(id)]; ok {
+			var e struct{ Code, Message string }
+			if json.Unmarshal([]byte(raw), &e) == nil {
+				m["error"] = map[string]any{"code": e.Code, "message": e.Message}
 			}
 		}
 	}
@@ -423,10 +437,10 @@ func (j *job) checkOutput(out json.RawMessage) error {
 	}
 	v, err := decodeJSON(out)
 	if err != nil {
-		return handlers.Permanentf("output is not JSON: %v", err)
+		return handlers.Errorf(CodeOutput, false, "output is not JSON: %v", err)
 	}
 	if err := checkType(v, t, "output"); err != nil {
-		return fmt.Errorf("handler %s: %w", j.n.Handler, err)
+		return handlers.Errorf(CodeOutput, true, "handler %s: %w", j.n.Handler, err)
 	}
 	return nil
 }
@@ -462,7 +476,7 @@ func (j *job) decide(out json.RawMessage, act vars) (real [][2]string, loop bool
 				return nil, true, nil
 			}
 			if len(n.Loop.Exhausted) == 0 {
-				return nil, false, fmt.Errorf("loop exhausted: while still true after %d iterations and no exhausted path", n.Loop.Max)
+				return nil, false, handlers.Errorf(CodeLoopExhausted, false, "loop exhausted: while still true after %d iterations and no exhausted path", n.Loop.Max)
 			}
 			return p.edges(n.ID, ir.EdgeExhausted, nil), false, nil
 		}
@@ -537,9 +551,10 @@ func (j *job) handlerFailed(err error, item int) error {
 
 // retryDue tells whether a failed attempt of a handler under the retry
 // policy r (a task's, which its compensation follows too) is retried, and
-// when (ms): a retryable error with attempts left.
+// when (ms): a retryable error with attempts left, whose code the policy's
+// on list names (if it has one) and its except list does not.
 func retryDue(r *ir.Retry, attempt int, err error) (int64, bool) {
-	if handlers.IsPermanent(err) || attempt >= retryAttempts(r) {
+	if handlers.IsPermanent(err) || attempt >= retryAttempts(r) || !retriesCode(r, errorCode(err)) {
 		return 0, false
 	}
 	return time.Now().Add(backoffDelay(r, attempt)).UnixMilli(), true
@@ -548,10 +563,23 @@ func retryDue(r *ir.Retry, attempt int, err error) (int64, bool) {
 // lastAttempt is the error recorded for a failed attempt that is not
 // retried: with the attempt count when the policy allowed several.
 func lastAttempt(r *ir.Retry, attempt int, err error) error {
-	if n := retryAttempts(r); n > 1 && !handlers.IsPermanent(err) {
+	if n := retryAttempts(r); n > 1 && !handlers.IsPermanent(err) && retriesCode(r, errorCode(err)) {
 		return fmt.Errorf("attempt %d of %d: %w", attempt, n, err)
 	}
 	return err
+}
+
+func retriesCode(r *ir.Retry, code string) bool {
+	match := func(ps []string) bool {
+		return slices.ContainsFunc(ps, func(p string) bool { return ir.MatchCode(p, code) })
+	}
+	switch {
+	case r == nil:
+		return true
+	case len(r.On) > 0:
+		return match(r.On)
+	}
+	return !match(r.Except)
 }
 
 func retryAttempts(r *ir.Retry) int {
@@ -574,14 +602,18 @@ func (j *job) evalFailed(err error, item int) error {
 	return j.failNode(err, item)
 }
 
-// failNode records a node failure: its on_error targets get real tokens,
-// or, without on_error, the run fails.
+// failNode records a node failure: the on_error targets of the route its
+// error code takes get real tokens, or, when no route takes it, the run
+// fails.
 func (j *job) failNode(err error, item int) error {
-	msg := err.Error()
-	if len(j.n.OnError) > 0 {
-		return j.complete(completeArgs{Mode: "fail", Error: msg, Real: j.p.edges(j.n.ID, ir.EdgeError, nil), Item: item})
+	msg, code := err.Error(), errorCode(err)
+	if targets, ok := j.n.Route(code); ok {
+		if targets == nil {
+			targets = []string{}
+		}
+		return j.complete(completeArgs{Mode: "fail", Error: msg, Code: code, Real: j.p.edges(j.n.ID, ir.EdgeError, targets), Item: item})
 	}
-	return j.complete(completeArgs{Mode: "fail", Error: msg, Item: item, FailRun: true})
+	return j.complete(completeArgs{Mode: "fail", Error: msg, Code: code, Item: item, FailRun: true})
 }
 
 // backoffDelay is the delay before retry k (k = 1 after the first attempt):
@@ -608,7 +640,7 @@ func backoffDelay(r *ir.Retry, k int) time.Duration {
 func (j *job) call(name string, cfg json.RawMessage, item int, comp bool) (json.RawMessage, error) {
 	h, ok := j.w.opts.Handlers.Lookup(name)
 	if !ok {
-		return nil, handlers.Permanentf("no handler %q is registered on worker %s", name, j.w.opts.Consumer)
+		return nil, handlers.Errorf(CodeNoHandler, false, "no handler %q is registered on worker %s", name, j.w.opts.Consumer)
 	}
 	key := j.tok.Run + "/" + j.x
 	if item >= 0 {
@@ -629,7 +661,7 @@ func (j *job) call(name string, cfg json.RawMessage, item int, comp bool) (json.
 	defer cancel()
 	out, err := handlers.Call(ctx, h, req)
 	if err != nil && j.ctx.Err() == nil && ctx.Err() == context.DeadlineExceeded {
-		err = fmt.Errorf("attempt timed out after %s: %w", time.Duration(j.n.TimeoutMS)*time.Millisecond, err)
+		err = handlers.Errorf(handlers.CodeTimeout, true, "attempt timed out after %s: %w", time.Duration(j.n.TimeoutMS)*time.Millisecond, err)
 	}
 	return out, err
 }
@@ -643,7 +675,7 @@ func (j *job) expand(act vars) error {
 	}
 	l, ok := v.(traits.Lister)
 	if !ok {
-		return j.failNode(fmt.Errorf("for_each: %s is %s, not a list", n.ForEach.Items.CEL, v.Type().TypeName()), -1)
+		return j.failNode(handlers.Errorf(CodeForEach, false, "for_each: %s is %s, not a list", n.ForEach.Items.CEL, v.Type().TypeName()), -1)
 	}
 	var items []string
 	for it := l.Iterator(); it.HasNext() == types.True; {
@@ -654,7 +686,7 @@ func (j *job) expand(act vars) error {
 		items = append(items, string(data))
 	}
 	if max := j.m.MaxFanout; max > 0 && len(items) > max {
-		return j.failNode(fmt.Errorf("for_each: %d items exceed max_fanout %d", len(items), max), -1)
+		return j.failNode(handlers.Errorf(CodeForEach, false, "for_each: %d items exceed max_fanout %d", len(items), max), -1)
 	}
 	if len(items) == 0 {
 		return j.succeed(json.RawMessage("[]"), act)

@@ -145,10 +145,12 @@ type Setting struct {
 }
 
 // A Goto is `key => a, b` (on_error, on_reject, default, exhausted) or,
-// with Arrow false, `routes a, b`.
+// with Arrow false, `routes a, b`. Codes are the error codes of
+// `on_error "A", "B" => a`.
 type Goto struct {
 	Range
 	Key     *Ident
+	Codes   []*String
 	Arrow   bool
 	Targets []*Ident
 }

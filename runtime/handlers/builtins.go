@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -31,9 +30,13 @@ func echo(_ context.Context, req Request) (json.RawMessage, error) {
 	return req.Config, nil
 }
 
+// failHandler always fails: with error code `code` ("fail"), `message`
+// and `retryable` (false).
 func failHandler(_ context.Context, req Request) (json.RawMessage, error) {
 	var c struct {
-		Message string `json:"message"`
+		Message   string `json:"message"`
+		Code      string `json:"code"`
+		Retryable bool   `json:"retryable"`
 	}
 	if err := decodeConfig(req, &c); err != nil {
 		return nil, err
@@ -41,7 +44,10 @@ func failHandler(_ context.Context, req Request) (json.RawMessage, error) {
 	if c.Message == "" {
 		c.Message = "fail: failed on purpose"
 	}
-	return nil, errors.New(c.Message)
+	if c.Code == "" {
+		c.Code = "fail"
+	}
+	return nil, &Error{Code: c.Code, Message: c.Message, Retryable: c.Retryable}
 }
 
 func sleep(ctx context.Context, req Request) (json.RawMessage, error) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -20,11 +22,14 @@ type execConfig struct {
 	Env   map[string]string `json:"env"`
 	Stdin string            `json:"stdin"`
 	Dir   string            `json:"dir"`
+	OK    []int             `json:"ok_exit_codes"`
 }
 
 // Run runs argv directly, without a shell, with an environment of PATH
-// and the configured variables only. A non-zero exit status is part of the
-// output, not an error; a program that cannot start is a permanent error.
+// and the configured variables only. An exit status other than 0 and the
+// ok_exit_codes fails with error code exec.N (retryable: a program may
+// fail for a passing reason), its message ending with the last of stderr;
+// a program that cannot start is a permanent error.
 func (h *execHandler) Run(ctx context.Context, req Request) (json.RawMessage, error) {
 	if !h.allow {
 		return nil, Permanentf("exec: running programs is disabled on this worker (start it with --allow-exec)")
@@ -60,6 +65,17 @@ func (h *execHandler) Run(ctx context.Context, req Request) (json.RawMessage, er
 		default:
 			return nil, Permanentf("exec: %v", err)
 		}
+	}
+	if code != 0 && !slices.Contains(c.OK, code) {
+		tail := strings.TrimSpace(stderr.String())
+		if len(tail) > 500 {
+			tail = "…" + tail[len(tail)-500:]
+		}
+		msg := fmt.Sprintf("exec: %s exited with status %d", c.Argv[0], code)
+		if tail != "" {
+			msg += ": " + tail
+		}
+		return nil, &Error{Code: fmt.Sprintf("exec.%d", code), Message: msg, Retryable: true}
 	}
 	return json.Marshal(map[string]any{"exit_code": code, "stdout": stdout.String(), "stderr": stderr.String()})
 }

@@ -10,7 +10,9 @@
 // Idempotency-Key header) to make external effects exactly-once.
 //
 // Errors are retryable unless wrapped with Permanent: a retryable error
-// uses the node's retry policy; a permanent one fails the node at once.
+// uses the node's retry policy; a permanent one fails the node at once. An
+// *Error (Errorf) carries an error code as well, by which workflows route
+// and retry failures, and says itself whether it is retryable.
 package handlers
 
 import (
@@ -72,10 +74,15 @@ func Permanent(err error) error {
 // Permanentf is Permanent(fmt.Errorf(format, args...)).
 func Permanentf(format string, args ...any) error { return Permanent(fmt.Errorf(format, args...)) }
 
-// IsPermanent reports whether err was marked with Permanent.
+// IsPermanent reports whether err was marked with Permanent, or is an
+// *Error that is not retryable.
 func IsPermanent(err error) bool {
 	var p permanent
-	return errors.As(err, &p)
+	if errors.As(err, &p) {
+		return true
+	}
+	var e *Error
+	return errors.As(err, &e) && !e.Retryable
 }
 
 // Options configure the built-in handlers.

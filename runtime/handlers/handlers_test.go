@@ -39,8 +39,12 @@ func TestSimpleBuiltins(t *testing.T) {
 		}
 	}
 	_, err := run(t, r, "fail", `{"message":"nope"}`)
-	if err == nil || err.Error() != "nope" || IsPermanent(err) {
-		t.Errorf("fail: %v (permanent %v)", err, IsPermanent(err))
+	if err == nil || err.Error() != "nope" || !IsPermanent(err) || CodeOf(err) != "fail" {
+		t.Errorf("fail: %v (permanent %v, code %q)", err, IsPermanent(err), CodeOf(err))
+	}
+	_, err = run(t, r, "fail", `{"message":"busy","code":"Busy.Later","retryable":true}`)
+	if err == nil || err.Error() != "busy" || IsPermanent(err) || CodeOf(err) != "Busy.Later" {
+		t.Errorf("fail with code: %v (permanent %v, code %q)", err, IsPermanent(err), CodeOf(err))
 	}
 	_, err = run(t, r, "sleep", `{"duration":"soon"}`)
 	if !IsPermanent(err) {
@@ -115,20 +119,32 @@ func TestHTTP(t *testing.T) {
 
 	calls.Store(0)
 	_, err = run(t, r, "http", `{"url":"`+srv.URL+`/down"}`)
-	if err == nil || IsPermanent(err) || !strings.Contains(err.Error(), "502") || calls.Load() != 3 {
-		t.Errorf("5xx: %v after %d calls", err, calls.Load())
+	if err == nil || IsPermanent(err) || !strings.Contains(err.Error(), "502") || calls.Load() != 3 || CodeOf(err) != "http.502" {
+		t.Errorf("5xx: %v (code %q) after %d calls", err, CodeOf(err), calls.Load())
 	}
 
-	out, err = run(t, r, "http", `{"url":"`+srv.URL+`/missing","method":"get"}`)
+	// A 4xx fails at once with its code and the body's start; accepted,
+	// it is the output.
+	calls.Store(0)
+	_, err = run(t, r, "http", `{"url":"`+srv.URL+`/missing","method":"get"}`)
+	if err == nil || !IsPermanent(err) || CodeOf(err) != "http.404" || !strings.HasSuffix(err.Error(), "404 Not Found: not here") {
+		t.Errorf("404: %v (code %q, permanent %v)", err, CodeOf(err), IsPermanent(err))
+	}
+	out, err = run(t, r, "http", `{"url":"`+srv.URL+`/missing","method":"get","accept":[404]}`)
 	if err != nil || !strings.Contains(string(out), `"status":404`) || !strings.Contains(string(out), `"body":"not here"`) {
-		t.Errorf("404: %s %v", out, err)
+		t.Errorf("404 accepted: %s %v", out, err)
+	}
+	// No response at all.
+	_, err = run(t, r, "http", `{"url":"http://127.0.0.1:1/refused"}`)
+	if CodeOf(err) != "http.network" || IsPermanent(err) {
+		t.Errorf("refused: %v (code %q)", err, CodeOf(err))
 	}
 
 	calls.Store(0)
 	start := time.Now()
 	_, err = run(t, r, "http", `{"url":"`+srv.URL+`/slow","timeout":"50ms"}`)
-	if err == nil || time.Since(start) > 2*time.Second {
-		t.Errorf("timeout: %v after %s", err, time.Since(start))
+	if err == nil || time.Since(start) > 2*time.Second || CodeOf(err) != "timeout" {
+		t.Errorf("timeout: %v (code %q) after %s", err, CodeOf(err), time.Since(start))
 	}
 
 	if _, err := run(t, r, "http", `{"method":"GET"}`); !IsPermanent(err) {
@@ -161,13 +177,18 @@ func TestExec(t *testing.T) {
 	if o.ExitCode != 0 || o.Stdout != "; rm -rf ./x $(id) `id`\n" {
 		t.Errorf("echo: %s", out)
 	}
-	out, err = run(t, r, "exec", `{"argv":["sh","-c","echo $SECRET-$MINE; exit 3"],"env":{"MINE":"m"},"stdin":""}`)
+	out, err = run(t, r, "exec", `{"argv":["sh","-c","echo $SECRET-$MINE; exit 3"],"env":{"MINE":"m"},"stdin":"","ok_exit_codes":[3]}`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	json.Unmarshal(out, &o)
 	if o.ExitCode != 3 || o.Stdout != "-m\n" {
 		t.Errorf("exit code and env: %s", out)
+	}
+	// A status not listed fails with exec.N and the end of stderr.
+	_, err = run(t, r, "exec", `{"argv":["sh","-c","echo boom >&2; exit 3"]}`)
+	if CodeOf(err) != "exec.3" || IsPermanent(err) || err.Error() != "exec: sh exited with status 3: boom" {
+		t.Errorf("exit 3: %v (code %q)", err, CodeOf(err))
 	}
 	if _, err := run(t, r, "exec", `{"argv":["/nonexistent/program"]}`); !IsPermanent(err) {
 		t.Errorf("missing program: %v", err)

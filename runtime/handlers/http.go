@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxBody bounds the response body the http handler reads.
@@ -40,6 +42,7 @@ type httpConfig struct {
 	Headers map[string]string `json:"headers"`
 	Body    json.RawMessage   `json:"body"`
 	Timeout string            `json:"timeout"`
+	Accept  []int             `json:"accept"`
 }
 
 type httpOutput struct {
@@ -51,7 +54,10 @@ type httpOutput struct {
 // Run sends one JSON request. Network errors and 5xx responses are sent
 // again (up to tries times, waiting as Retry-After says, else 0.2 s, 0.4 s,
 // ...); after that they are retryable errors for the node's retry policy.
-// Any other status is the output: the workflow decides what it means.
+// A 2xx or 3xx response, or one whose status is in `accept`, is the
+// output. Error codes: http.<status> for other statuses (retryable: 408,
+// 425, 429 and 5xx), http.network for a request that got no response,
+// timeout for the request's own timeout.
 func (h *httpHandler) Run(ctx context.Context, req Request) (json.RawMessage, error) {
 	var c httpConfig
 	if err := decodeConfig(req, &c); err != nil {
@@ -126,7 +132,11 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 	}
 	resp, err := h.client.Do(hr)
 	if err != nil {
-		return nil, 0, fmt.Errorf("http: %s %s: %w", hr.Method, c.URL, err)
+		code := "http.network"
+		if errors.Is(err, context.DeadlineExceeded) {
+			code = CodeTimeout
+		}
+		return nil, 0, Errorf(code, true, "http: %s %s: %w", hr.Method, c.URL, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
@@ -136,8 +146,18 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 	if len(data) > maxBody {
 		return nil, 0, Permanentf("http: response body over %d bytes", maxBody)
 	}
-	if resp.StatusCode >= 500 {
-		return nil, retryAfter(resp.Header.Get("Retry-After")), fmt.Errorf("http: %s %s: %s", hr.Method, c.URL, resp.Status)
+	if resp.StatusCode >= 400 && !slices.Contains(c.Accept, resp.StatusCode) {
+		st := resp.StatusCode
+		retry := st >= 500 || st == http.StatusRequestTimeout || st == http.StatusTooEarly || st == http.StatusTooManyRequests
+		msg := fmt.Sprintf("http: %s %s: %s", hr.Method, c.URL, resp.Status)
+		if b := strings.TrimSpace(string(data)); b != "" && st < 500 {
+			msg += ": " + clipText(b, 300)
+		}
+		wait := time.Duration(0)
+		if retry {
+			wait = retryAfter(resp.Header.Get("Retry-After"))
+		}
+		return nil, wait, &Error{Code: fmt.Sprintf("http.%d", st), Message: msg, Retryable: retry}
 	}
 	out := httpOutput{Status: resp.StatusCode, Headers: map[string]string{}}
 	for k, v := range resp.Header {
@@ -157,6 +177,17 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 		return nil, 0, errors.New("http: encoding output: " + err.Error())
 	}
 	return b, 0, nil
+}
+
+// clipText shortens s to at most n bytes (on a rune boundary), marking the cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // retryAfter parses a Retry-After header: seconds or an HTTP date.

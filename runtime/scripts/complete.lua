@@ -1,6 +1,6 @@
 -- complete: the whole transition of one node execution.
 -- A: node, iter, hop, gen, msg, mode ('ok' | 'skip' | 'fail'), output (JSON
---    text, mode ok), error (mode fail), real ([[to, kind]]: the edges that get
+--    text, mode ok), error and code (mode fail), real ([[to, kind]]: the edges that get
 --    real tokens; every other forward edge gets a skip), loop (true: start
 --    the next iteration of the node's loop instead of routing), item (the
 --    for_each item whose failure fails the node, or -1), failrun (true: the
@@ -41,7 +41,7 @@ end
 if A.mode == 'ok' then
   redis.call('HSET', STATE, x, 'completed')
   redis.call('HSET', STATE, 'out|' .. x, A.output)
-  if A.iter ~= '' then redis.call('HSET', STATE, 'out|' .. A.node, A.output) end
+  if A.iter ~= '' then redis.call('HSET', STATE, 'out|' .. A.node, A.output); redis.call('HDEL', STATE, 'er|' .. A.node) end
   -- A loop node's iteration count, for L.iteration after the loop: its own
   -- loop is the innermost, the vector's last component.
   if g.back then redis.call('HSET', STATE, 'it|' .. A.node, string.match(A.iter, '(%d+)$') or '1') end
@@ -54,13 +54,17 @@ if A.mode == 'ok' then
   end
 elseif A.mode == 'skip' then
   redis.call('HSET', STATE, x, 'skipped')
-  if A.iter ~= '' then redis.call('HDEL', STATE, 'out|' .. A.node) end
+  if A.iter ~= '' then redis.call('HDEL', STATE, 'out|' .. A.node, 'er|' .. A.node) end
   event('node.skipped', consumed, 'x', x)
 else
-  redis.call('HSET', STATE, x, 'failed', 'err|' .. x, A.error)
+  -- The error code (ec|x), and x.error for the nodes on its error path
+  -- (er|node: this iteration's in a loop body).
+  local code = A.code or 'error'
+  redis.call('HSET', STATE, x, 'failed', 'err|' .. x, A.error, 'ec|' .. x, code,
+    'er|' .. A.node, cjson.encode({code = code, message = A.error}))
   -- In a loop body, x.output is this iteration's: none when it failed.
   if A.iter ~= '' then redis.call('HDEL', STATE, 'out|' .. A.node) end
-  event('node.failed', consumed, 'x', x, 'error', A.error, 'handled', A.failrun and '0' or '1')
+  event('node.failed', consumed, 'x', x, 'error', A.error, 'code', code, 'handled', A.failrun and '0' or '1')
 end
 
 if A.failrun then

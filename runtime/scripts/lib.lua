@@ -222,7 +222,7 @@ local function skipnode(n, vec, hop)
   if redis.call('HEXISTS', STATE, x) == 1 then return end
   redis.call('HSET', STATE, x, 'skipped')
   -- In a loop body, x.output is this iteration's: none when it was skipped.
-  if vec ~= '' then redis.call('HDEL', STATE, 'out|' .. n) end
+  if vec ~= '' then redis.call('HDEL', STATE, 'out|' .. n, 'er|' .. n) end
   event('node.skipped', 0, 'x', x)
   route(n, vec, hop, {})
 end

@@ -41,7 +41,7 @@ const itemScopes = {
   'keyword.other.block.wf': ['with', 'config'],
   'keyword.other.item.wf': [
     'run', 'timeout', 'description', 'model', 'temperature', 'prompt', 'approvers', 'on_timeout', 'uses',
-    'version', 'deadline', 'max_hops', 'max_fanout', 'attempts', 'backoff', 'delay', 'max_delay',
+    'version', 'deadline', 'max_hops', 'max_fanout', 'attempts', 'backoff', 'delay', 'max_delay', 'on', 'except',
   ],
 };
 // Item words handled by their own rules.

@@ -237,6 +237,11 @@ func (s *state) dataflow() {
 				if r.guarded {
 					continue
 				}
+				if er.final {
+					s.errorf(diag.MaybeSkipped, r.rng, "in finally, %s may not have run: the run may have failed or been cancelled before it; guard the read with has(%s.output)", x.id, x.id).
+						WithHint(s.guardHint(x, r))
+					continue
+				}
 				if s.maySkip[x.idx] {
 					s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped; guard the read with has(%s.output)", x.id, x.id).
 						WithHint(s.guardHint(x, r))

@@ -23,6 +23,7 @@ var reserved = map[string]bool{
 	"function": true, "if": true, "let": true, "loop": true, "package": true,
 	"namespace": true, "return": true, "var": true, "void": true, "while": true,
 	"has": true, "all": true, "exists": true, "exists_one": true, "map": true, "filter": true,
+	"run": true, // the run's metadata in expressions: run.id
 }
 
 // declare collects declarations: handlers (built-in, imported, declared),
@@ -76,6 +77,12 @@ func (s *state) declare() {
 			s.workflowSetting(it)
 		case *ast.InputBlock:
 			s.declareInputs(it)
+		case *ast.Block: // finally
+			if s.finally != nil {
+				s.errorf(diag.Duplicate, it.Key.Range, "`finally` appears twice").WithRelated(s.span(s.finally.block.Key.Range), "first given here")
+				continue
+			}
+			s.finally = s.finallyBlock(it)
 		case *ast.ParamBlock: // output
 			seen := map[string]*ast.Param{}
 			for _, p := range it.Params {
@@ -105,7 +112,7 @@ func (s *state) declare() {
 	}
 }
 
-var workflowItems = []string{"version", "description", "deadline", "max_hops", "max_fanout", "input", "output", "handler", "task", "agent", "human", "flow"}
+var workflowItems = []string{"version", "description", "deadline", "max_hops", "max_fanout", "input", "output", "finally", "handler", "task", "agent", "human", "flow"}
 
 func (s *state) unknownItem(k *ast.Ident, where string, allowed []string) {
 	// After a syntax error or a bad character earlier on the same line the

@@ -162,15 +162,15 @@ func (s *state) chainRefs(sc *scope, e *ast.Expr, owner *node, parts []string, r
 		if !nodeFirst {
 			s.info.Refs = append(s.info.Refs, nodeRef)
 		}
-		s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: []read{{
+		s.reads = append(s.reads, exprReads{owner: owner, expr: e, final: s.inFinally, reads: []read{{
 			node: s.byID[root].idx, rng: source.Range{Start: rng(0).Start, End: rng(1).End}}}})
 	case s.byID[root] != nil && parts[1] == "error" && len(s.byID[root].onError) > 0:
 		s.info.Refs = append(s.info.Refs, Ref{Range: rng(0), Kind: RefNode, Name: root})
-		s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: []read{{
+		s.reads = append(s.reads, exprReads{owner: owner, expr: e, final: s.inFinally, reads: []read{{
 			node: s.byID[root].idx, rng: source.Range{Start: rng(0).Start, End: rng(1).End}, err: true}}})
 	case s.byID[root] != nil && parts[1] == "iteration" && s.byID[root].loop != nil:
 		s.info.Refs = append(s.info.Refs, Ref{Range: rng(0), Kind: RefNode, Name: root})
-		s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: []read{{
+		s.reads = append(s.reads, exprReads{owner: owner, expr: e, final: s.inFinally, reads: []read{{
 			node: s.byID[root].idx, rng: source.Range{Start: rng(0).Start, End: rng(1).End}, iter: true}}})
 	}
 }

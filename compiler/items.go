@@ -509,6 +509,48 @@ func (s *state) loopBlock(n *node, b *ast.Block) *loopDef {
 	return l
 }
 
+// finallyBlock reads the workflow's finally block: run (required), with
+// and retry.
+func (s *state) finallyBlock(b *ast.Block) *finallyDef {
+	f := &finallyDef{block: b}
+	seen := map[string]bool{}
+	for _, it := range b.Items {
+		k := ast.KeyOf(it)
+		if k == nil {
+			continue
+		}
+		if seen[k.Name] {
+			s.errorf(diag.Duplicate, k.Range, "`%s` appears twice in finally", k.Name)
+			continue
+		}
+		seen[k.Name] = true
+		switch it := it.(type) {
+		case *ast.Setting:
+			if k.Name == "run" && it.Value.Kind == ast.StringValue {
+				f.run, f.handler = it.Value.Str, it.Value.Str.Value
+				s.noTemplate("run", it.Value.Str)
+				continue
+			}
+		case *ast.ParamBlock:
+			if k.Name == "with" {
+				f.with = it
+				s.checkParamNames(it)
+				continue
+			}
+		case *ast.Block:
+			if k.Name == "retry" {
+				f.retry = s.retryBlock(it)
+				continue
+			}
+		}
+		s.unknownItem(k, "finally", []string{"run", "with", "retry"})
+	}
+	if f.run == nil {
+		s.errorf(diag.MissingItem, b.Key.Range, "finally has no `run`")
+	}
+	return f
+}
+
 func (s *state) compensateBlock(b *ast.Block) *compDef {
 	c := &compDef{block: b}
 	for _, it := range b.Items {

@@ -254,6 +254,9 @@ func (s *state) lower() {
 	for _, n := range s.nodes {
 		w.Nodes = append(w.Nodes, s.lowerNode(n))
 	}
+	if f := s.finally; f != nil {
+		w.Finally = &ir.Finally{Handler: f.handler, With: s.params(f.with), Retry: f.retry, Loc: s.loc(f.block.Range)}
+	}
 	for _, e := range s.edges {
 		w.Edges = append(w.Edges, ir.Edge{From: s.nodes[e.from].id, To: s.nodes[e.to].id, Kind: e.kind})
 	}
@@ -417,6 +420,9 @@ func removeNodes(w *ir.Workflow, dead map[string]bool) {
 		if n.Compensate != nil {
 			used[n.Compensate.Handler] = true
 		}
+	}
+	if w.Finally != nil {
+		used[w.Finally.Handler] = true
 	}
 	w.Handlers = slices.DeleteFunc(w.Handlers, func(h ir.Handler) bool { return !used[h.Name] })
 }

@@ -64,6 +64,9 @@ func (s *state) resolve() {
 		}
 		s.outputType(n)
 	}
+	if f := s.finally; f != nil && f.run != nil && f.run.Template == nil {
+		s.handlerRef(f.run)
+	}
 }
 
 func (s *state) handlerRef(str *ast.String) {

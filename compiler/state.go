@@ -22,17 +22,20 @@ type state struct {
 	info  *Info
 	files map[string]*source.File
 
-	wf       *ast.Workflow
-	name     string
-	settings ir.Settings
-	version  string
-	desc     string
-	handlers map[string]*HandlerInfo
-	usedH    map[string]bool
-	inputs   []*InputInfo
-	outputs  []*ast.Param
-	nodes    []*node
-	byID     map[string]*node
+	wf        *ast.Workflow
+	name      string
+	settings  ir.Settings
+	version   string
+	desc      string
+	handlers  map[string]*HandlerInfo
+	usedH     map[string]bool
+	inputs    []*InputInfo
+	outputs   []*ast.Param
+	finally   *finallyDef
+	inFinally bool     // checking the finally block's expressions
+	baseEnv   *cel.Env // the expression environment without `run` (types pass)
+	nodes     []*node
+	byID      map[string]*node
 
 	// graph
 	edges   []edge
@@ -149,6 +152,15 @@ type loopDef struct {
 	max       int
 	backTo    *ast.Ident
 	exhausted []*ast.Ident
+}
+
+// finallyDef is the workflow's finally block.
+type finallyDef struct {
+	block   *ast.Block
+	run     *ast.String
+	handler string
+	with    *ast.ParamBlock
+	retry   *ir.Retry
 }
 
 type compDef struct {

@@ -35,9 +35,10 @@ var errorType = &ir.Type{Kind: ir.KindObject, Fields: []ir.Field{
 }}
 
 type exprReads struct {
-	owner *node // nil for the workflow's output block
+	owner *node // nil for the workflow's output block and finally
 	expr  *ast.Expr
 	reads []read
+	final bool // in the finally block: any node may not have run
 }
 
 // scope is what an expression may name besides input and node ids.
@@ -65,11 +66,17 @@ func (s *state) types() {
 	for _, n := range s.nodes {
 		opts = append(opts, cel.Variable(n.id, s.nodeVar(n)))
 	}
-	env, err := cel.NewEnv(opts...)
+	// `run` differs in finally (the ended run's metadata): both extend base.
+	base, err := cel.NewEnv(opts...)
+	var env *cel.Env
+	if err == nil {
+		env, err = base.Extend(cel.Variable("run", s.prov.celType(runType, "wf.run")))
+	}
 	if err != nil {
 		s.errorf(diag.TypeError, s.wf.Name.Range, "cannot build the expression environment: %v", err)
 		return
 	}
+	s.baseEnv = base
 	s.env = env
 	s.inputDefaults()
 	order := s.order
@@ -85,6 +92,46 @@ func (s *state) types() {
 	for i, p := range s.outputs {
 		s.curOutput = i
 		s.check(&scope{env: env}, p.Value, nil)
+	}
+	s.checkFinally()
+}
+
+// runType is `run` in every expression; runEndType is `run` in the
+// finally block, once the run has ended.
+var (
+	runType    = &ir.Type{Kind: ir.KindObject, Fields: []ir.Field{{Name: "id", Type: ir.Type{Kind: ir.KindString}}}}
+	runEndType = &ir.Type{Kind: ir.KindObject, Fields: []ir.Field{
+		{Name: "id", Type: ir.Type{Kind: ir.KindString}},
+		{Name: "workflow", Type: ir.Type{Kind: ir.KindString}},
+		{Name: "status", Type: ir.Type{Kind: ir.KindString}},
+		{Name: "error", Type: ir.Type{Kind: ir.KindString}},
+		{Name: "started_at", Type: ir.Type{Kind: ir.KindString}},
+		{Name: "ended_at", Type: ir.Type{Kind: ir.KindString}},
+		{Name: "duration", Type: ir.Type{Kind: ir.KindDuration}},
+		{Name: "failed_nodes", Type: ir.Type{Kind: ir.KindList, Elem: &ir.Type{Kind: ir.KindString}}},
+	}}
+)
+
+// checkFinally checks the finally block's with: `run` has the ended run's
+// metadata; node outputs need has() guards (the run may have ended
+// anywhere).
+func (s *state) checkFinally() {
+	f := s.finally
+	if f == nil || f.with == nil {
+		return
+	}
+	env, err := s.baseEnv.Extend(cel.Variable("run", s.prov.celType(runEndType, "wf.runend")))
+	if err != nil {
+		return
+	}
+	s.inFinally = true
+	defer func() { s.inFinally = false }()
+	pts := make([]*types.Type, len(f.with.Params))
+	for i, p := range f.with.Params {
+		pts[i] = s.check(&scope{env: env}, p.Value, nil)
+	}
+	if h := s.handlers[f.handler]; h != nil && !h.Open {
+		s.checkParams(h.Config, f.with, pts, f.block.Key, "handler \""+h.Name+"\"")
 	}
 }
 
@@ -536,7 +583,7 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 			reads[i].guarded = guarded[s.nodes[reads[i].node].id]
 		}
 	}
-	s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: reads})
+	s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: reads, final: s.inFinally})
 }
 
 var quoted = regexp.MustCompile("['`]([^'`]+)['`]")

@@ -84,6 +84,9 @@ type Workflow struct {
 	Handlers    []Handler `json:"handlers"` // handlers the nodes use, sorted by name
 	Nodes       []Node    `json:"nodes"`    // in source order
 	Edges       []Edge    `json:"edges"`    // every edge of the graph
+	// Finally runs once after the run ends — completed, failed (after its
+	// compensations) or cancelled — with `run` bound to the run's metadata.
+	Finally *Finally `json:"finally,omitempty"`
 	// Goals: the nodes a goal build (`wfc build --goal`) was made for. A run
 	// of such a workflow succeeds only if every goal node completed; else it
 	// fails naming the goal and why it did not run.
@@ -240,6 +243,15 @@ type Retry struct {
 	// ending in * matches every code with that prefix.
 	On     []string `json:"on,omitempty"`
 	Except []string `json:"except,omitempty"`
+}
+
+// A Finally is the workflow's exit handler (Argo's onExit): a handler run
+// once when the run has ended.
+type Finally struct {
+	Handler string  `json:"handler"`
+	With    []Param `json:"with,omitempty"`
+	Retry   *Retry  `json:"retry,omitempty"`
+	Loc     *Loc    `json:"loc,omitempty" hash:"-"`
 }
 
 // An ErrorRoute sends a failure whose error code matches one of Codes (or

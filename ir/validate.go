@@ -60,6 +60,7 @@ func Validate(w *Workflow) []Problem {
 	v.outputs()
 	v.goals()
 	v.handlerDecls()
+	v.finally()
 	v.nodes()
 	v.edges()
 	v.graph()
@@ -142,6 +143,47 @@ func (v *validator) inputs() {
 		}
 		v.loc(p.at("/loc"), in.Loc)
 	}
+}
+
+func (v *validator) retry(p *path, r *Retry) {
+	if r != nil {
+		if r.Attempts < 1 {
+			v.addf(p.at("/retry/attempts"), "must be at least 1")
+		}
+		if r.Backoff != BackoffFixed && r.Backoff != BackoffLinear && r.Backoff != BackoffExponential {
+			v.addf(p.at("/retry/backoff"), "invalid backoff %q (want fixed, linear or exponential)", r.Backoff)
+		}
+		if r.DelayMS < 0 {
+			v.addf(p.at("/retry/delay_ms"), "must not be negative")
+		}
+		if r.MaxDelayMS < 0 {
+			v.addf(p.at("/retry/max_delay_ms"), "must not be negative")
+		} else if r.MaxDelayMS > 0 && r.MaxDelayMS < r.DelayMS {
+			v.addf(p.at("/retry/max_delay_ms"), "max delay %dms is less than the delay %dms", r.MaxDelayMS, r.DelayMS)
+		}
+		if len(r.On) > 0 && len(r.Except) > 0 {
+			v.addf(p.at("/retry/except"), "retry takes on or except, not both")
+		}
+		v.codes(p.at("/retry/on"), r.On)
+		v.codes(p.at("/retry/except"), r.Except)
+	}
+}
+
+// finally: its handler is declared, its with and retry valid.
+func (v *validator) finally() {
+	f := v.w.Finally
+	if f == nil {
+		return
+	}
+	p := at("/finally")
+	if f.Handler == "" {
+		v.addf(p.at("/handler"), "missing handler")
+	} else if !v.handlers[f.Handler] {
+		v.addf(p.at("/handler"), "handler %q is not declared in /handlers", f.Handler)
+	}
+	v.params(p.at("/with"), f.With)
+	v.retry(p, f.Retry)
+	v.loc(p.at("/loc"), f.Loc)
 }
 
 // goals: each names a node, once.
@@ -303,27 +345,7 @@ func (v *validator) node(i int, seen map[string]bool) {
 			v.addf(p.at("/for_each/parallel"), "must not be negative")
 		}
 	}
-	if r := n.Retry; r != nil {
-		if r.Attempts < 1 {
-			v.addf(p.at("/retry/attempts"), "must be at least 1")
-		}
-		if r.Backoff != BackoffFixed && r.Backoff != BackoffLinear && r.Backoff != BackoffExponential {
-			v.addf(p.at("/retry/backoff"), "invalid backoff %q (want fixed, linear or exponential)", r.Backoff)
-		}
-		if r.DelayMS < 0 {
-			v.addf(p.at("/retry/delay_ms"), "must not be negative")
-		}
-		if r.MaxDelayMS < 0 {
-			v.addf(p.at("/retry/max_delay_ms"), "must not be negative")
-		} else if r.MaxDelayMS > 0 && r.MaxDelayMS < r.DelayMS {
-			v.addf(p.at("/retry/max_delay_ms"), "max delay %dms is less than the delay %dms", r.MaxDelayMS, r.DelayMS)
-		}
-		if len(r.On) > 0 && len(r.Except) > 0 {
-			v.addf(p.at("/retry/except"), "retry takes on or except, not both")
-		}
-		v.codes(p.at("/retry/on"), r.On)
-		v.codes(p.at("/retry/except"), r.Except)
-	}
+	v.retry(p, n.Retry)
 	if n.TimeoutMS < 0 {
 		v.addf(p.at("/timeout_ms"), "must not be negative")
 	}

@@ -190,6 +190,8 @@ func (f *fastParser) wItem() (*gWItem, bool) {
 		it.Input, ok = f.fieldBlock()
 	case f.is(0, "output") && f.is(1, "{"):
 		it.Params, ok = f.paramBlock()
+	case f.is(0, "finally") && f.is(1, "{"):
+		it.Block, ok = f.block()
 	case t0.Type == tIdent && startsValue(t1):
 		it.Setting, ok = f.setting()
 	}

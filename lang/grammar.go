@@ -62,6 +62,7 @@ type gWItem struct {
 	Handler *gHandler    `parser:"| @@"`
 	Input   *gFieldBlock `parser:"| @@"`
 	Params  *gParamBlock `parser:"| (?= \"output\") @@"`
+	Block   *gBlock      `parser:"| (?= \"finally\" \"{\") @@"`
 	Setting *gSetting    `parser:"| @@"`
 }
 

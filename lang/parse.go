@@ -283,6 +283,12 @@ func (p *parser) wItem(g *gWItem) ast.Item {
 		return &ast.InputBlock{Range: p.trim(rng(g.Input.Pos, g.Input.EndPos)), Key: p.gident(g.Input.Key), Fields: p.fields(g.Input.Fields)}
 	case g.Params != nil:
 		return p.params(g.Params)
+	case g.Block != nil:
+		b := &ast.Block{Range: p.trim(rng(g.Block.Pos, g.Block.EndPos)), Key: p.gident(g.Block.Key)}
+		for _, it := range g.Block.Items {
+			b.Items = append(b.Items, p.item(it))
+		}
+		return b
 	case g.Setting != nil:
 		st := p.setting(g.Setting)
 		if nodeKinds[st.Key.Name] && st.Value.Kind == ast.IdentValue {

@@ -187,7 +187,7 @@ var nodeKinds = map[string]bool{"task": true, "agent": true, "human": true, "flo
 var wItemKeywords = map[string]bool{
 	"task": true, "agent": true, "human": true, "flow": true, "handler": true,
 	"input": true, "output": true, "version": true, "description": true,
-	"deadline": true, "max_hops": true, "max_fanout": true,
+	"deadline": true, "max_hops": true, "max_fanout": true, "finally": true,
 }
 
 // nodeItemKeywords start node items.

@@ -52,6 +52,7 @@ var workflowItems = []word{
 	{"flow", "flow id { uses \"child.wf\" … }", "A node that runs a child workflow.", nil},
 	{"input", "input { name[?]: type [= default] … }", "The inputs of the workflow.", nil},
 	{"output", "output { name = expr … }", "The result of a run.", nil},
+	{"finally", "finally { run \"handler\"  with { … }  retry { … } }", "Runs once after the run ends (completed, failed after compensation, or cancelled); `run` holds its status, error, duration and failed nodes.", nil},
 	{"handler", `handler "name" { config { … }  output { … } }`, "Declares a handler visible in this workflow.", nil},
 	{"version", `version "…"`, "The workflow's own version string.", nil},
 	{"description", `description "…"`, "Documentation of the workflow.", nil},
@@ -117,7 +118,7 @@ func init() {
 	for _, w := range []string{
 		"input", "output", "workflow", "task", "agent", "human", "flow", "handler", "import", "after", "join", "when",
 		"else", "while", "loop", "in", "true", "false", "null", "as", "break", "const", "continue", "for", "function", "if",
-		"let", "package", "namespace", "return", "var", "void", "has", "all", "exists", "exists_one", "map", "filter",
+		"let", "package", "namespace", "return", "var", "void", "has", "all", "exists", "exists_one", "map", "filter", "run",
 	} {
 		reserved[w] = true
 	}

@@ -104,6 +104,7 @@ type wfSpec struct {
 	set     ir.Settings
 	nodes   []*nodeSpec
 	goals   []string
+	finally *ir.Finally
 }
 
 func input(name, kind string, def ...string) ir.Input {
@@ -120,7 +121,7 @@ func output(name, cel string) ir.Output { return ir.Output{Name: name, Expr: ir.
 // any problem.
 func build(t testing.TB, s wfSpec) *ir.Workflow {
 	t.Helper()
-	w := &ir.Workflow{IRVersion: ir.Version, Name: s.name, Settings: s.set, Inputs: s.inputs, Outputs: s.outputs, Goals: s.goals}
+	w := &ir.Workflow{IRVersion: ir.Version, Name: s.name, Settings: s.set, Inputs: s.inputs, Outputs: s.outputs, Goals: s.goals, Finally: s.finally}
 	if w.Name == "" {
 		w.Name = "test"
 	}
@@ -131,6 +132,9 @@ func build(t testing.TB, s wfSpec) *ir.Workflow {
 		w.Outputs = []ir.Output{}
 	}
 	handlers := map[string]bool{}
+	if s.finally != nil {
+		handlers[s.finally.Handler] = true
+	}
 	for _, ns := range s.nodes {
 		n := ns.n
 		handlers[n.Handler] = true

@@ -44,7 +44,7 @@ type celCache struct {
 }
 
 func newCELCache(p *plan) *celCache {
-	vars := []string{"input", "output"}
+	vars := []string{"input", "output", "run"}
 	for i := range p.w.Nodes {
 		n := &p.w.Nodes[i]
 		vars = append(vars, n.ID)

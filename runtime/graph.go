@@ -34,8 +34,9 @@ type gnode struct {
 }
 
 type graphInfo struct {
-	Ctl     string `json:"ctl"`     // control queue
-	Outputs bool   `json:"outputs"` // the run ends through a finish token: it has outputs to evaluate, or goals to check
+	Ctl     string `json:"ctl"`           // control queue
+	Outputs bool   `json:"outputs"`       // the run ends through a finish token: it has outputs to evaluate, or goals to check, or a finally
+	Finally bool   `json:"fin,omitempty"` // the workflow has a finally block: endrun queues it (lib.lua)
 }
 
 // A plan is a workflow prepared for execution: its IR, content hash,
@@ -142,7 +143,7 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 		hash:  hash,
 		nodes: make(map[string]*ir.Node, len(w.Nodes)),
 		graph: make(map[string]*gnode, len(w.Nodes)),
-		info:  graphInfo{Ctl: ControlQueue, Outputs: len(w.Outputs) > 0 || len(w.Goals) > 0},
+		info:  graphInfo{Ctl: ControlQueue, Outputs: len(w.Outputs) > 0 || len(w.Goals) > 0 || w.Finally != nil, Finally: w.Finally != nil},
 		order: make(map[string]int, len(w.Order)),
 	}
 	for i, id := range w.Order {

@@ -101,6 +101,10 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		if m.Status != RunFailed || tok.Gen < m.Gen {
 			return j.ack()
 		}
+	} else if tok.Kind == "final" {
+		if m.Finally != "running" || tok.Gen < m.Gen {
+			return j.ack()
+		}
 	} else if m.Status != RunRunning {
 		w.inactive.Add(1)
 		return j.ack() // the run ended
@@ -128,6 +132,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.compensate()
 	case "finish":
 		return j.finish()
+	case "final":
+		return j.final()
 	case "deadline":
 		if tok.Gen != m.Gen {
 			return j.ack()
@@ -242,7 +248,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	}
 	args := make([]any, 0, 10+3*len(succ))
 	outputs := "0"
-	if len(j.p.w.Outputs) > 0 || len(j.p.w.Goals) > 0 {
+	if len(j.p.w.Outputs) > 0 || len(j.p.w.Goals) > 0 || j.p.w.Finally != nil {
 		outputs = "1"
 	}
 	args = append(args, j.tok.Node, a.Output, j.tok.Hop+1, j.tok.Gen, strconv.FormatInt(nowMS(), 10), mq, j.msg.ID, j.tok.Run, ctl, outputs)
@@ -349,6 +355,7 @@ func (j *job) activation(ids []string) (vars, error) {
 	if err != nil {
 		return nil, &evalError{what: "activation", err: err}
 	}
+	act["run"] = map[string]any{"id": j.tok.Run}
 	for _, id := range ids {
 		n := j.p.nodes[id]
 		m, ok := act[id].(map[string]any)
@@ -649,13 +656,16 @@ func (j *job) call(name string, cfg json.RawMessage, item int, comp bool) (json.
 	if comp {
 		key = "compensate/" + key
 	}
+	if j.tok.Kind == "final" {
+		key = "finally/" + j.tok.Run
+	}
 	req := handlers.Request{
 		RunID: j.tok.Run, Workflow: j.m.Workflow, Node: j.tok.Node, Iteration: j.tok.Iter, Item: item,
 		Attempt: max(j.tok.Attempt, 1), Handler: name, Config: cfg, IdempotencyKey: key, Compensation: comp,
 	}
 	ctx := j.ctx
 	var cancel context.CancelFunc = func() {}
-	if j.n.TimeoutMS > 0 {
+	if j.n != nil && j.n.TimeoutMS > 0 {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(j.n.TimeoutMS)*time.Millisecond)
 	}
 	defer cancel()

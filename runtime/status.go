@@ -50,7 +50,11 @@ type Status struct {
 	// FailedNode is the execution whose failure failed the run, if any.
 	FailedNode string `json:"failed_node,omitempty"`
 	// Compensation is "" (none), "running" or "done".
-	Compensation string    `json:"compensation,omitempty"`
+	Compensation string `json:"compensation,omitempty"`
+	// Finally is the workflow's finally step: "" (none, or not yet),
+	// "running", "done" or "failed" (FinallyError says why).
+	Finally      string    `json:"finally,omitempty"`
+	FinallyError string    `json:"finally_error,omitempty"`
 	Created      time.Time `json:"created"`
 	Ended        time.Time `json:"ended,omitzero"`
 	// Expires is when the run's keys expire (its retention period after it
@@ -61,7 +65,7 @@ type Status struct {
 
 // Done reports whether the run is terminal and no compensation is running.
 func (s *Status) Done() bool {
-	return s.State != RunRunning && s.Compensation != "running"
+	return s.State != RunRunning && s.Compensation != "running" && s.Finally != "running"
 }
 
 // A NodeStatus is the state of one node execution.
@@ -126,8 +130,9 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	}
 	st := &Status{
 		RunID: run, Workflow: m.Workflow, IR: m.IR, State: m.Status, Gen: m.Gen,
-		Nodes: map[string]*NodeStatus{}, Error: m.Error, FailedNode: m.FailedNode, Compensation: m.Comp,
-		Created: msTime(m.Created), Ended: msTime(m.Ended),
+		Nodes: map[string]*NodeStatus{}, Error: m.Error, FailedNode: m.FailedNode, Compensation: m.Comp, Finally: m.Finally,
+		FinallyError: states["run|finally_error"],
+		Created:      msTime(m.Created), Ended: msTime(m.Ended),
 	}
 	if d := ttl.Val(); d > 0 {
 		st.Expires = time.Now().Add(d).UTC().Truncate(time.Millisecond)
@@ -305,12 +310,19 @@ func Replay(run string, events []Event) (*Status, error) {
 			st.State, st.Error, st.Ended = RunCancelled, f["reason"], ev.Time
 		case "run.retried":
 			st.State, st.Error, st.FailedNode, st.Result, st.Compensation, st.Ended = RunRunning, "", "", nil, "", time.Time{}
+			st.Finally, st.FinallyError = "", ""
 			st.Gen, _ = strconv.Atoi(f["gen"])
 			st.Counter, _ = strconv.ParseInt(f["counter"], 10, 64)
 		case "comp.queued":
 			st.Compensation = "running"
 		case "comp.done":
 			st.Compensation = "done"
+		case "finally.queued":
+			st.Finally = "running"
+		case "finally.done":
+			st.Finally = "done"
+		case "finally.failed":
+			st.Finally, st.FinallyError = "failed", f["error"]
 		}
 		for _, t := range ev.Transitions() {
 			if t.State == NodeQueued { // queued anew: nothing of an earlier execution is kept
@@ -349,6 +361,8 @@ func Compare(a, b *Status) []string {
 	diff("error", a.Error, b.Error)
 	diff("failed_node", a.FailedNode, b.FailedNode)
 	diff("compensation", a.Compensation, b.Compensation)
+	diff("finally", a.Finally, b.Finally)
+	diff("finally error", a.FinallyError, b.FinallyError)
 	keys := map[string]bool{}
 	for k := range a.Nodes {
 		keys[k] = true

@@ -22,7 +22,7 @@ import (
 var scriptFS embed.FS
 
 // runScripts are the scripts that share lib.lua and the run KEYS layout.
-var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun"}
+var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
 // heartbeat, release), or, as the fast paths of complete and start
@@ -265,6 +265,7 @@ type runMeta struct {
 	Error      string
 	FailedNode string
 	Comp       string
+	Finally    string // "" (none yet), running, done, failed
 	Created    int64
 	Ended      int64
 	DeadlineMS int64
@@ -279,7 +280,7 @@ func (m *runMeta) ref() runRef { return runRef{id: m.ID, graph: m.Graph, queues:
 // run|<name> (runField); metaFields are those field names.
 var (
 	metaNames = []string{"status", "gen", "ir", "graph", "queues", "workflow", "inputs", "result", "error",
-		"failed_node", "comp", "created", "ended", "deadline_ms", "max_hops", "max_fanout", "retention"}
+		"failed_node", "comp", "finally", "created", "ended", "deadline_ms", "max_hops", "max_fanout", "retention"}
 	metaFields = func() []string {
 		f := make([]string, len(metaNames))
 		for i, n := range metaNames {
@@ -334,7 +335,7 @@ func parseMeta(run string, h map[string]string) (*runMeta, error) {
 	m := &runMeta{
 		ID: run, Status: h["status"], Gen: int(i("gen")), IR: h["ir"], Graph: h["graph"],
 		Workflow: h["workflow"], Inputs: h["inputs"], Result: h["result"], Error: h["error"],
-		FailedNode: h["failed_node"], Comp: h["comp"], Created: i("created"), Ended: i("ended"),
+		FailedNode: h["failed_node"], Comp: h["comp"], Finally: h["finally"], Created: i("created"), Ended: i("ended"),
 		DeadlineMS: i("deadline_ms"), MaxHops: int(i("max_hops")), MaxFanout: int(i("max_fanout")),
 		Retention: i("retention"),
 	}

@@ -36,19 +36,20 @@ local function qtimers(q) local i = QI[q]; if i then return KEYS[6 + 2 * i] end 
 -- The keys of the run itself (not the shared graph and queues).
 local RUNKEYS = {STATE, APPLIED, EVENTS, ITEMS, COMP}
 
--- endrun: the run has ended (completed, cancelled, or failed with its
--- compensations done): every key of the run expires after its retention,
--- in the same script as the transition that ends it. Later writes to the
--- run (events of a late script) keep the expiry.
-local function endrun()
+-- expirekeys: every key of the run expires after its retention (endrun,
+-- finaldone). Later writes to the run (events of a late script) keep the
+-- expiry.
+local function expirekeys()
   if RET > 0 then
     for _, k in ipairs(RUNKEYS) do redis.call('PEXPIRE', k, RET) end
   end
 end
 
--- keeprun: the run runs again (partial retry): its keys no longer expire.
+-- keeprun: the run runs again (partial retry): its keys no longer expire,
+-- and its finally will run again at its new end.
 local function keeprun()
   for _, k in ipairs(RUNKEYS) do redis.call('PERSIST', k) end
+  redis.call('HDEL', STATE, 'run|finally', 'run|finally_error')
 end
 
 local function fail(msg) return redis.error_reply('ERR wfc: ' .. msg) end
@@ -299,6 +300,23 @@ local function compdispatch(idx)
   local g = gnode(n)
   redis.call('XADD', qstream(g.cq), '*', 't', token('comp', n, vec, 0, 1, idx))
   event('comp.queued', 0, 'x', x, 'idx', idx)
+end
+
+-- endrun: the run has ended (completed, cancelled, or failed with its
+-- compensations done), in the same script as the transition that ends it.
+-- A workflow with a finally queues it once (a final token; finaldone
+-- records it and then sets the expiry); otherwise every key of the run
+-- expires after its retention now.
+local function endrun()
+  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  if info.fin then
+    if redis.call('HSETNX', STATE, 'run|finally', 'running') == 1 then
+      redis.call('XADD', qstream(info.ctl), '*', 't', token('final', '', '', 0, 1, -1))
+      event('finally.queued', 0)
+    end
+    return
+  end
+  expirekeys()
 end
 
 -- failrun: the run fails (fail-fast); nothing is dispatched any more, and

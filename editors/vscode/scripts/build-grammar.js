@@ -37,7 +37,7 @@ const alt = (words) => [...new Set(words)].sort((a, b) => b.length - a.length ||
 const itemScopes = {
   'keyword.control.conditional.wf': ['when', 'else', 'branch'],
   'keyword.control.loop.wf': ['loop', 'while', 'for_each', 'parallel', 'max', 'back_to', 'exhausted'],
-  'keyword.control.flow.wf': ['routes', 'default', 'on_error', 'on_reject', 'retry', 'compensate'],
+  'keyword.control.flow.wf': ['routes', 'default', 'on_error', 'on_reject', 'retry', 'compensate', 'finally'],
   'keyword.other.block.wf': ['with', 'config'],
   'keyword.other.item.wf': [
     'run', 'timeout', 'description', 'model', 'temperature', 'prompt', 'approvers', 'on_timeout', 'uses',

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -216,15 +218,29 @@ func toJSON(v ref.Val) (any, error) {
 
 // dataflow checks every x.output read: x must be an ancestor of the
 // reading node (it has finished before), and if x may have been skipped the
-// read must be guarded with has(x.output) — unless x dominates the reader,
+// read must be guarded with has(x.output) — in the same expression, or by
+// the reading node's `when` (whenGuards) — unless x dominates the reader,
 // which is then skipped too.
 func (s *state) dataflow() {
 	if s.cyclic || s.anc == nil {
 		return
 	}
+	guards := map[*node]map[int]bool{} // whenGuards, per reading node
 	for _, er := range s.reads {
+		var wg map[int]bool
+		if n := er.owner; n != nil && n.when != nil {
+			if g, ok := guards[n]; ok {
+				wg = g
+			} else {
+				wg = s.whenGuards(n)
+				guards[n] = wg
+			}
+		}
 		for _, r := range er.reads {
 			x := s.nodes[r.node]
+			if !r.iter && !r.err && wg[x.idx] {
+				r.guarded = true
+			}
 			if r.iter {
 				s.iterRead(er.owner, x, r)
 				continue
@@ -267,6 +283,9 @@ func (s *state) dataflow() {
 				continue
 			}
 			if !s.anc[n.idx].has(x.idx) {
+				if s.afterTypo(n, x) {
+					continue // the WF1001 of the typo says it all
+				}
 				d := s.errorf(diag.NotAncestor, r.rng, "%s reads %s.output, but %s is not guaranteed to have finished", n.id, x.id, x.id)
 				if s.anc[x.idx].has(n.idx) {
 					d.WithHint(fmt.Sprintf("%s runs after %s, so its output does not exist yet; read it in a node after %s", x.id, n.id, x.id))
@@ -302,6 +321,44 @@ func (s *state) dataflow() {
 	}
 }
 
+// whenGuards returns the nodes x whose output n's `when` requires:
+// has(x.output), alone or as an operand of && (at any depth). Where the
+// `when` is false n is skipped and evaluates nothing else (for_each, with,
+// prompt, branch, loop, compensate), so it guards the reads of x.output in
+// all of n's expressions. `has(x.output) || c` and `!has(x.output)` guard
+// nothing. A `when` with errors, or without has(), has no checked AST here.
+func (s *state) whenGuards(n *node) map[int]bool {
+	a := s.checked[n.when]
+	if a == nil {
+		return nil
+	}
+	var g map[int]bool
+	var walk func(e celast.Expr)
+	walk = func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.CallKind:
+			if c := e.AsCall(); c.FunctionName() == operators.LogicalAnd && !c.IsMemberFunction() {
+				for _, arg := range c.Args() {
+					walk(arg)
+				}
+			}
+		case celast.SelectKind:
+			sel := e.AsSelect()
+			if !sel.IsTestOnly() || sel.FieldName() != "output" || sel.Operand().Kind() != celast.IdentKind {
+				return
+			}
+			if x := s.byID[sel.Operand().AsIdent()]; x != nil {
+				if g == nil {
+					g = map[int]bool{}
+				}
+				g[x.idx] = true
+			}
+		}
+	}
+	walk(a.NativeRep().Expr())
+	return g
+}
+
 // previousIteration reports whether a read of x.output in n means x's
 // output in the previous iteration: a loop body holds both, and x is n or
 // runs after it in every iteration (x descends from n).
@@ -324,6 +381,9 @@ func (s *state) previousIteration(x, n *node) bool {
 // through x's error edges.
 func (s *state) errRead(n, x *node, r read) {
 	if n != nil && x != n && !s.anc[n.idx].has(x.idx) {
+		if s.afterTypo(n, x) {
+			return
+		}
 		s.errorf(diag.NotAncestor, r.rng, "%s reads %s.error, but %s is not guaranteed to have finished", n.id, x.id, x.id).
 			WithHint(fmt.Sprintf("read it in %s's on_error path", x.id))
 		return
@@ -356,7 +416,7 @@ func (s *state) iterRead(n, l *node, r read) {
 	if n == nil || n == l || s.anc[n.idx].has(l.idx) {
 		return
 	}
-	if l.loop.backTo != nil && s.loopBody(l).has(n.idx) {
+	if l.loop.backTo != nil && s.loopBody(l).has(n.idx) || s.afterTypo(n, l) {
 		return
 	}
 	s.errorf(diag.NotAncestor, r.rng, "%s reads %s.iteration, but %s is neither in %s's loop body nor after it", n.id, l.id, n.id, l.id).

@@ -228,3 +228,23 @@ func TestEveryCodeHasAGolden(t *testing.T) {
 		t.Errorf("codes without a golden case: %s", strings.Join(missing, " "))
 	}
 }
+
+// TestNoOptimizerDiagnosticsWithoutOptimizing: the optimiser's diagnostics
+// (WF5xxx, and WF4002 for a join it removes) come only from an optimising
+// build; wfc check, the language server and --no-optimize compile every
+// golden case without them (docs/language.md §10).
+func TestNoOptimizerDiagnosticsWithoutOptimizing(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(goldenDir, "*.wf"))
+	for _, path := range files {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{NoOptimize: true, ReadFile: func(p string) ([]byte, error) { return os.ReadFile(filepath.Join(goldenDir, p)) }}
+		for _, d := range Compile(filepath.Base(path), src, cfg).Diags {
+			if strings.HasPrefix(string(d.Code), "WF5") || d.Code == diag.JoinNever {
+				t.Errorf("%s:%d:%d: %s[%s] without optimising: %s", d.Span.File, d.Span.Start.Line, d.Span.Start.Col, d.Severity, d.Code, d.Message)
+			}
+		}
+	}
+}

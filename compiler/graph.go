@@ -86,7 +86,9 @@ func (s *state) graph() {
 			}
 			if from.branch != nil || len(from.routes) > 0 {
 				if routesTo[[2]int{from.idx, n.idx}] {
-					s.errorf(diag.RedundantAfter, a.Range, "`after %s` is implied: %s routes to %s", a.Name, from.id, n.id)
+					// The routing edge carries the token: the after adds
+					// nothing. The optimiser says so (WF5003, routedAfters),
+					// so that checking stays quiet about it.
 					continue
 				}
 				if from.branch != nil {
@@ -121,7 +123,10 @@ func (s *state) graph() {
 		if len(s.outE[nd.idx]) > limit {
 			s.errorf(diag.TooMany, nd.ident.Range, "%s has %d outgoing edges; the limit is %d", nd.id, len(s.outE[nd.idx]), limit)
 		}
-		if nd.decl != nil && nd.decl.Join != nil && nd.decl.Join.Name == nd.join && len(s.inE[nd.idx]) < 2 { // a bad mode was reported
+		// (A bad mode was reported, and so was an unknown `after` name,
+		// whose fix may add the second edge.)
+		if nd.decl != nil && nd.decl.Join != nil && nd.decl.Join.Name == nd.join && len(s.inE[nd.idx]) < 2 &&
+			!slices.ContainsFunc(nd.after, func(a *ast.Ident) bool { return a != nil && s.byID[a.Name] == nil }) {
 			s.errorf(diag.JoinSingle, nd.decl.Join.Range, "`join %s` has no effect: %s has %s", nd.join, nd.id, edgesWord(len(s.inE[nd.idx])))
 		}
 	}

@@ -212,10 +212,27 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 	case "for_each":
 		if fe, ok := it.(*ast.ForEach); ok {
 			n.forEach = fe
-			if reserved[fe.Var.Name] {
-				s.errorf(diag.ReservedName, fe.Var.Range, "`%s` is a reserved word and cannot name a variable", fe.Var.Name)
-			} else if s.byID[fe.Var.Name] != nil {
-				s.errorf(diag.Duplicate, fe.Var.Range, "for_each variable `%s` hides node `%s`", fe.Var.Name, fe.Var.Name)
+			for _, v := range []*ast.Ident{fe.Index, fe.Var} {
+				switch {
+				case v == nil:
+				case reserved[v.Name]:
+					s.errorf(diag.ReservedName, v.Range, "`%s` is a reserved word and cannot name a variable", v.Name)
+				case s.byID[v.Name] != nil:
+					s.errorf(diag.Duplicate, v.Range, "for_each variable `%s` hides node `%s`", v.Name, v.Name)
+				}
+			}
+			if fe.Index != nil && fe.Index.Name == fe.Var.Name {
+				s.errorf(diag.Duplicate, fe.Var.Range, "the index and the item of a for_each need different names")
+			}
+			if t := fe.Tolerate; t != nil {
+				switch {
+				case t.Kind != ast.IntValue:
+					s.errorf(diag.BadValue, t.Range, "`tolerate` expects an integer or a percentage (10%%), found %s", t.Kind)
+				case fe.Percent:
+					n.tolerate = &ir.Tolerance{Percent: s.parseInt("tolerate", t, 0, 100)}
+				default:
+					n.tolerate = &ir.Tolerance{Count: s.parseInt("tolerate", t, 0, 1<<31-1)}
+				}
 			}
 			if fe.Parallel != nil {
 				if fe.Parallel.Kind != ast.IntValue {
@@ -226,7 +243,7 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 			}
 			return
 		}
-		s.shapeError(k, it, "for_each name in expr [parallel N]")
+		s.shapeError(k, it, "for_each [i,] name in expr [parallel N] [tolerate N[%]]")
 	case "retry":
 		if b, ok := it.(*ast.Block); ok {
 			n.retry = s.retryBlock(b)

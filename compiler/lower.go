@@ -281,7 +281,10 @@ func (s *state) lowerNode(n *node) ir.Node {
 	}
 	in.When = s.irExprPtr(n.when)
 	if fe := n.forEach; fe != nil {
-		in.ForEach = &ir.ForEach{Var: fe.Var.Name, Items: s.irExpr(fe.Items), Parallel: n.parallel}
+		in.ForEach = &ir.ForEach{Var: fe.Var.Name, Items: s.irExpr(fe.Items), Parallel: n.parallel, Tolerate: n.tolerate}
+		if fe.Index != nil {
+			in.ForEach.Index = fe.Index.Name
+		}
 	}
 	in.Retry = n.retry
 	if n.kind != "human" {

@@ -20,6 +20,7 @@ func (s *state) prune() {
 	if s.cfg.NoOptimize || s.ir == nil {
 		return
 	}
+	s.routedAfters()
 	w := s.ir
 	idx := ir.Index(w)
 	isFalse := func(e *ast.Expr) bool { v, ok := s.consts[e]; return ok && v == false }
@@ -398,6 +399,27 @@ func (b spanBits) firstAnd(o bits) int {
 		}
 	}
 	return -1
+}
+
+// routedAfters reports every `after a` on a node that a's branch or routes
+// lead to: the graph pass did not add it, as the routing edge already
+// carries a's token (docs/language.md §7.1). Like the after edges reduce
+// drops, it is the optimiser's info (WF5003), not a checking diagnostic.
+func (s *state) routedAfters() {
+	routed := make(map[[2]int]bool, len(s.edges))
+	for _, e := range s.edges {
+		if e.kind != ir.EdgeAfter {
+			routed[[2]int{e.from, e.to}] = true
+		}
+	}
+	for _, n := range s.nodes {
+		for _, a := range n.after {
+			from := s.byID[a.Name]
+			if from != nil && from != n && (from.branch != nil || len(from.routes) > 0) && routed[[2]int{from.idx, n.idx}] {
+				s.errorf(diag.RedundantAfter, a.Range, "`after %s` is implied: %s routes to %s", a.Name, from.id, n.id)
+			}
+		}
+	}
 }
 
 func (s *state) redundant(e ir.Edge, via string) {

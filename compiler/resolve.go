@@ -69,6 +69,30 @@ func (s *state) resolve() {
 	}
 }
 
+// afterTypo reports whether x is, or is an ancestor of, the node that
+// WF1001 suggests ("did you mean") for an unknown name in n's `after`: with
+// the typo fixed, x would be an ancestor of n. The dataflow pass then does
+// not report n's reads of x as missing an `after` (WF4003), which would
+// contradict the fix WF1001 offers.
+func (s *state) afterTypo(n, x *node) bool {
+	var ids []string
+	for _, a := range n.after {
+		if a == nil || s.byID[a.Name] != nil {
+			continue
+		}
+		if ids == nil {
+			ids = make([]string, len(s.nodes))
+			for i, m := range s.nodes {
+				ids[i] = m.id
+			}
+		}
+		if sug := s.byID[suggest(a.Name, ids)]; sug != nil && (sug == x || s.anc[sug.idx].has(x.idx)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *state) handlerRef(str *ast.String) {
 	h := s.handlers[str.Value]
 	if h == nil {
@@ -191,6 +215,14 @@ func (s *state) outputType(n *node) {
 // setOutput records the type of n.output: a for_each node outputs the list
 // of its per-item outputs.
 func (s *state) setOutput(n *node, t *ir.Type) {
+	if n.forEach != nil && n.tolerate != nil {
+		// Items may fail: each result says which.
+		t = &ir.Type{Kind: ir.KindObject, Fields: []ir.Field{
+			{Name: "index", Type: ir.Type{Kind: ir.KindInt}},
+			{Name: "output", Type: *t, Optional: true},
+			{Name: "error", Type: *errorType, Optional: true},
+		}}
+	}
 	if n.forEach != nil {
 		t = &ir.Type{Kind: ir.KindList, Elem: t}
 	}

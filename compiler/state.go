@@ -95,6 +95,7 @@ type node struct {
 	when       *ast.Expr
 	forEach    *ast.ForEach
 	parallel   int
+	tolerate   *ir.Tolerance
 	retry      *ir.Retry
 	timeoutMS  int64
 	branch     *ast.Branch

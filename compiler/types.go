@@ -179,6 +179,12 @@ func (s *state) checkNode(n *node) {
 		if v := n.forEach.Var.Name; !reserved[v] && s.byID[v] == nil {
 			if e := s.scopeEnv(v, "wf.var", elem); e != nil {
 				withScope = &scope{env: e, vars: map[string]*types.Type{v: elem}}
+				// The index variable: an int, declared after the item's.
+				if ix := n.forEach.Index; ix != nil && !reserved[ix.Name] && s.byID[ix.Name] == nil && ix.Name != v {
+					if e2, err := e.Extend(cel.Variable(ix.Name, types.IntType)); err == nil {
+						withScope = &scope{env: e2, vars: map[string]*types.Type{v: elem, ix.Name: types.IntType}}
+					}
+				}
 			}
 		}
 	}

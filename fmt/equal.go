@@ -233,7 +233,8 @@ func (c *comparer) item(a, b ast.Item) bool {
 		}
 	case *ast.ForEach:
 		if y, ok := b.(*ast.ForEach); ok {
-			return c.ident(x.Key, y.Key) && c.ident(x.Var, y.Var) && c.expr(x.Items, y.Items) && c.value(x.Parallel, y.Parallel)
+			return c.ident(x.Key, y.Key) && c.ident(x.Index, y.Index) && c.ident(x.Var, y.Var) && c.expr(x.Items, y.Items) &&
+				c.value(x.Parallel, y.Parallel) && c.value(x.Tolerate, y.Tolerate) && x.Percent == y.Percent
 		}
 	case *ast.Block:
 		if y, ok := b.(*ast.Block); ok {

@@ -260,12 +260,25 @@ func (p *printer) item(it ast.Item, ws int) {
 		p.expr(it.Expr, 1)
 	case *ast.ForEach:
 		p.ident(it.Key, ws)
+		if it.Index != nil {
+			p.ident(it.Index, 1)
+			p.glue(",")
+		}
 		p.ident(it.Var, 1)
 		p.tok(it.Var.End, "in", 1)
 		p.expr(it.Items, 1)
+		end := it.Items.End
 		if it.Parallel != nil {
 			p.tok(it.Items.End, "parallel", 1)
 			p.value(it.Parallel, 1)
+			end = it.Parallel.End
+		}
+		if it.Tolerate != nil {
+			p.tok(end, "tolerate", 1)
+			p.value(it.Tolerate, 1)
+			if it.Percent {
+				p.tok(it.Tolerate.End, "%", 0)
+			}
 		}
 	case *ast.Block:
 		p.ident(it.Key, ws)
@@ -399,7 +412,7 @@ func (u itemUnits) sep(i int) string {
 			return ";"
 		}
 	case *ast.ForEach:
-		if it.Parallel == nil && (next == "in" || next == "parallel") {
+		if it.Tolerate == nil && (it.Parallel == nil && (next == "in" || next == "parallel") || next == "tolerate") {
 			return ";"
 		}
 	case *ast.Setting:

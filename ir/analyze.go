@@ -39,9 +39,12 @@ func Analyze(w *Workflow) error {
 			}
 		}
 		if len(g.in[i]) > 1 && cmp.Or(w.Nodes[i].Join, JoinAll) == JoinAll {
-			// join all runs only when every edge delivered a real token:
-			// one conditional edge may skip it.
-			maySkip[i] = w.Nodes[i].When != nil || some
+			// join all runs only when every source delivered a real token:
+			// one conditional edge may skip it, unless its source's edges
+			// to the node cover every outcome of the source.
+			sure := !some || g.sourcesSure(i, maySkip)
+			covered[i] = all && sure
+			maySkip[i] = w.Nodes[i].When != nil || !sure
 			continue
 		}
 		// All conditional, yet one may always be real: the sources cover
@@ -427,50 +430,64 @@ func hasAlternative(n *Node) bool {
 	return false
 }
 
-// covered reports whether node i's incoming edges cover every outcome of a
-// branch node b: whichever rule matches, or the else, some incoming edge of i
-// delivers a real token — straight from b, or through a target of that
-// outcome that runs whenever b picks it (its only incoming edge is b's, it has
-// no `when` and no alternative path, and its edge to i is a plain after).
-// Then i gets a real token whenever b runs, so b must be a node that cannot
-// be skipped and has no other way out (no on_error, no loop). Candidates are
-// the sources of i's edges and their single sources.
+// covered reports whether node i's incoming edges, all conditional, still
+// always bring it a real token when some node before it runs. That node is
+// either one of i's sources that sends it a real token whatever its outcome
+// (sendsAlways), or a branch node b whose every outcome some edge of i
+// carries on: whichever rule matches, or the else, a real token reaches i
+// straight from b, or through a chain of plain tasks from a target of that
+// outcome (see origin). Then i gets a real token whenever that node runs, so
+// it must be a node that cannot be skipped and, for a branch, has no other
+// way out (no on_error, no loop). The candidates for b are the sources of
+// i's edges and of the first edges of their chains.
 func (g *graph) covered(i int, maySkip []bool) bool {
-	for _, ei := range g.in[i] {
+	origins := make([]int, len(g.in[i]))
+	for k, ei := range g.in[i] {
+		origins[k] = g.origin(ei)
+	}
+	for k, ei := range g.in[i] {
 		f := g.edges[ei].from
-		if g.coversBranch(i, f, maySkip) {
+		if !maySkip[f] && g.sendsAlways(f, i) || g.coversBranch(i, f, origins, maySkip) {
 			return true
 		}
-		if len(g.in[f]) == 1 && g.coversBranch(i, g.edges[g.in[f][0]].from, maySkip) {
+		if b := g.edges[origins[k]].from; b != f && g.coversBranch(i, b, origins, maySkip) {
 			return true
 		}
 	}
 	return false
 }
 
-func (g *graph) coversBranch(i, b int, maySkip []bool) bool {
+// origin follows edge ei back through plain tasks — a task whose only
+// incoming forward edge is the next one up, with no `when` and no
+// alternative path, runs whenever that edge delivers a real token and
+// passes it on along its after edges — and returns the first edge that
+// does not start at one (ei itself if its source is not plain).
+func (g *graph) origin(ei int) int {
+	for range len(g.w.Nodes) { // a chain is acyclic: the bound only guards a bad graph
+		e := g.edges[ei]
+		t := &g.w.Nodes[e.from]
+		if e.kind != EdgeAfter || t.When != nil || hasAlternative(t) || len(g.in[e.from]) != 1 {
+			break
+		}
+		ei = g.in[e.from][0]
+	}
+	return ei
+}
+
+// coversBranch reports whether every outcome of branch node b reaches node
+// i with a real token; origins[k] is origin(g.in[i][k]).
+func (g *graph) coversBranch(i, b int, origins []int, maySkip []bool) bool {
 	bn := &g.w.Nodes[b]
 	if bn.Branch == nil || len(bn.Branch.Default) == 0 || maySkip[b] || len(bn.OnError) > 0 ||
 		bn.Loop != nil || bn.Agent != nil || bn.Human != nil {
 		return false
 	}
-	id := g.w.Nodes[i].ID
 	// real: some incoming edge of i is real when b sends real tokens on its
-	// edges of this kind to these targets.
+	// edges of this kind to these targets: it is one of them, or a chain of
+	// plain tasks from one of them ends in it.
 	real := func(kind string, targets []string) bool {
-		for _, ei := range g.in[i] {
-			e := g.edges[ei]
-			if e.from == b {
-				if e.kind == kind && slices.Contains(targets, id) {
-					return true
-				}
-				continue
-			}
-			t := &g.w.Nodes[e.from]
-			if e.kind != EdgeAfter || t.When != nil || hasAlternative(t) || len(g.in[e.from]) != 1 {
-				continue
-			}
-			if be := g.edges[g.in[e.from][0]]; be.from == b && be.kind == kind && slices.Contains(targets, t.ID) {
+		for _, oi := range origins {
+			if o := g.edges[oi]; o.from == b && o.kind == kind && slices.Contains(targets, g.w.Nodes[o.to].ID) {
 				return true
 			}
 		}
@@ -482,6 +499,59 @@ func (g *graph) coversBranch(i, b int, maySkip []bool) bool {
 		}
 	}
 	return real(EdgeDefault, bn.Branch.Default)
+}
+
+// sourcesSure reports whether every source of a conditional incoming edge
+// of join all i sends i a real token whenever it runs, and cannot be
+// skipped: a join all then always gets a real token from every source.
+func (g *graph) sourcesSure(i int, maySkip []bool) bool {
+	for _, ei := range g.in[i] {
+		if f := g.edges[ei].from; g.conditional(ei, maySkip) && (maySkip[f] || !g.sendsAlways(f, i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// sendsAlways reports whether node f sends node i a real token on one of
+// its edges whatever its outcome (or fails the run): on success an after
+// edge, and on each alternative path it has — every error route of its
+// on_error, the rejection of a human — an edge of that kind to i, such as
+// `task n after x` with `on_error => n` on x. A node that routes (branch,
+// agent routes) or loops does not count; coversBranch handles branches.
+func (g *graph) sendsAlways(f, i int) bool {
+	fn := &g.w.Nodes[f]
+	if fn.Branch != nil || fn.Loop != nil || fn.Agent != nil && (len(fn.Agent.Routes) > 0 || len(fn.Agent.Default) > 0) {
+		return false
+	}
+	id := g.w.Nodes[i].ID
+	edge := func(kind string) bool {
+		for _, ei := range g.in[i] {
+			if e := g.edges[ei]; e.from == f && e.kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	if !edge(EdgeAfter) {
+		return false
+	}
+	if len(fn.OnError) > 0 {
+		if !edge(EdgeError) || len(fn.ErrorRoutes) == 0 && !slices.Contains(fn.OnError, id) {
+			return false
+		}
+		for _, r := range fn.ErrorRoutes { // a failure no route takes fails the run
+			if !slices.Contains(r.Targets, id) {
+				return false
+			}
+		}
+	}
+	if h := fn.Human; h != nil && (len(h.OnReject) > 0 || h.OnTimeout == TimeoutReject) {
+		if !edge(EdgeReject) || !slices.Contains(h.OnReject, id) {
+			return false
+		}
+	}
+	return true
 }
 
 func (g *graph) joinInfo(i int, maySkip []bool, covered bool) *JoinInfo {

@@ -445,6 +445,19 @@ func TestCoveredBranch(t *testing.T) {
 		{"one target misses the join", func(w *Workflow) {
 			w.Edges = slices.DeleteFunc(w.Edges, func(e Edge) bool { return e.From == "small" && e.To == "done" })
 		}, false},
+		{"targets several tasks down", func(w *Workflow) { chainBefore(w, "big", "big2", "big3"); chainBefore(w, "other", "other2") }, true},
+		{"a task with when down a chain", func(w *Workflow) {
+			chainBefore(w, "big", "big2", "big3")
+			w.Nodes[len(w.Nodes)-2].When = &Expr{CEL: "input.x"}
+		}, false},
+		{"a task with on_error down a chain", func(w *Workflow) {
+			chainBefore(w, "big", "big2", "big3")
+			w.Nodes[len(w.Nodes)-1].OnError = []string{"done"}
+		}, false},
+		{"a join down a chain", func(w *Workflow) {
+			chainBefore(w, "big", "big2")
+			w.Edges = append(w.Edges, after("start", "big2"))
+		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := branchJoin()
@@ -460,6 +473,62 @@ func TestCoveredBranch(t *testing.T) {
 			}
 			if got := done.JoinInfo != nil && done.JoinInfo.Covered; got != c.covered || done.MaySkip == c.covered {
 				t.Errorf("covered %v, may_skip %v; want covered %v", got, done.MaySkip, c.covered)
+			}
+		})
+	}
+}
+
+// chainBefore puts new tasks ids, in a chain, between from and done.
+func chainBefore(w *Workflow, from string, ids ...string) {
+	for k, e := range w.Edges {
+		if e.From == from && e.To == "done" {
+			w.Edges[k].To = ids[0]
+		}
+	}
+	for k, id := range ids {
+		w.Nodes = append(w.Nodes, task(id))
+		to := "done"
+		if k+1 < len(ids) {
+			to = ids[k+1]
+		}
+		w.Edges = append(w.Edges, after(id, to))
+	}
+}
+
+// A node after x and on x's on_error path gets a real token whether x
+// succeeded or failed: it is not skipped, whatever its join, unless a
+// failure may go elsewhere or x may be skipped.
+func TestAfterAndOnError(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		mod     func(w *Workflow)
+		maySkip bool
+	}{
+		{"join all", func(w *Workflow) {}, false},
+		{"join any", func(w *Workflow) { w.Nodes[1].Join = JoinAny }, false},
+		{"join settled", func(w *Workflow) { w.Nodes[1].Join = JoinSettled }, false},
+		{"x may be skipped", func(w *Workflow) { w.Nodes[0].When = celp("input.go") }, true},
+		{"a failure may go elsewhere", func(w *Workflow) {
+			w.Nodes[0].OnError = []string{"n", "alert"}
+			w.Nodes[0].ErrorRoutes = []ErrorRoute{{Codes: []string{"http.402"}, Targets: []string{"n"}}, {Targets: []string{"alert"}}}
+			w.Nodes = append(w.Nodes, task("alert"))
+			w.Edges = append(w.Edges, edge("x", "alert", EdgeError))
+		}, true},
+		{"every failure goes to n", func(w *Workflow) {
+			w.Nodes[0].ErrorRoutes = []ErrorRoute{{Codes: []string{"http.402"}, Targets: []string{"n"}}, {Targets: []string{"n"}}}
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := wf("after_and_on_error",
+				[]Node{task("x", func(n *Node) { n.OnError = []string{"n"} }), task("n")},
+				[]Edge{after("x", "n"), edge("x", "n", EdgeError)})
+			c.mod(w)
+			if err := Analyze(w); err != nil {
+				t.Fatal(err)
+			}
+			n := w.Nodes[1]
+			if n.MaySkip != c.maySkip || n.JoinInfo.Covered == c.maySkip {
+				t.Errorf("may_skip %v, covered %v; want may_skip %v", n.MaySkip, n.JoinInfo.Covered, c.maySkip)
 			}
 		})
 	}

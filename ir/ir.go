@@ -228,8 +228,28 @@ type Node struct {
 // A ForEach represents running a node once per item of a list.
 type ForEach struct {
 	Var      string `json:"var"`
+	Index    string `json:"index,omitempty"` // the item's index variable, if any
 	Items    Expr   `json:"items"`
 	Parallel int    `json:"parallel,omitempty"` // 0 = unlimited
+	// Tolerate, when set, lets items fail: the node fails only when more
+	// than Count items (or Percent per cent of them, rounded down) fail;
+	// its output is then a list of {index, output} or {index, error}.
+	Tolerate *Tolerance `json:"tolerate,omitempty"`
+}
+
+// A Tolerance bounds the failed items of a for_each: Count items, or
+// Percent per cent of the items (0 to 100), whichever is set.
+type Tolerance struct {
+	Count   int `json:"count,omitempty"`
+	Percent int `json:"percent,omitempty"`
+}
+
+// Limit is how many of n items may fail.
+func (t *Tolerance) Limit(n int) int {
+	if t.Percent > 0 {
+		return n * t.Percent / 100
+	}
+	return t.Count
 }
 
 // A Retry represents a node's retry policy.
@@ -353,9 +373,9 @@ type JoinInfo struct {
 	Expect      int       `json:"expect"`
 	Incoming    []EdgeRef `json:"incoming"`
 	Conditional int       `json:"conditional"` // how many incoming edges may deliver a skip token
-	// Covered: every incoming edge may deliver a skip, yet one always
-	// delivers a real token when a branch node runs: they cover every
-	// outcome of its rules and else (docs/ir.md).
+	// Covered: every incoming edge may deliver a skip, yet the node always
+	// gets a real token: they cover every outcome of a branch's rules and
+	// else, or of a source such as one with on_error (docs/ir.md).
 	Covered bool `json:"covered,omitempty"`
 }
 

@@ -344,6 +344,19 @@ func (v *validator) node(i int, seen map[string]bool) {
 		if f.Parallel < 0 {
 			v.addf(p.at("/for_each/parallel"), "must not be negative")
 		}
+		if f.Index != "" && (!isIdent(f.Index) || f.Index == f.Var) {
+			v.addf(p.at("/for_each/index"), "invalid index variable %q (a name other than var)", f.Index)
+		}
+		if t := f.Tolerate; t != nil {
+			switch {
+			case t.Count < 0:
+				v.addf(p.at("/for_each/tolerate/count"), "must not be negative")
+			case t.Percent < 0 || t.Percent > 100:
+				v.addf(p.at("/for_each/tolerate/percent"), "must be 0 to 100")
+			case t.Count > 0 && t.Percent > 0:
+				v.addf(p.at("/for_each/tolerate"), "count or percent, not both")
+			}
+		}
 	}
 	v.retry(p, n.Retry)
 	if n.TimeoutMS < 0 {

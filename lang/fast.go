@@ -420,6 +420,10 @@ func (f *fastParser) forEach() (*gForEach, bool) {
 	g := &gForEach{Pos: f.Peek().Pos}
 	g.Key, _ = f.ident()
 	var ok bool
+	if f.at(0).Type == tIdent && f.is(1, ",") {
+		g.Index, _ = f.ident()
+		f.i++ // ","
+	}
 	if g.Var, ok = f.ident(); !ok || !f.lit("in") {
 		return nil, false
 	}
@@ -433,6 +437,13 @@ func (f *fastParser) forEach() (*gForEach, bool) {
 		if g.Parallel, ok = f.value(); !ok {
 			return nil, false
 		}
+	}
+	if f.is(0, "tolerate") && startsValue(f.at(1)) {
+		f.i++
+		if g.Tolerate, ok = f.value(); !ok {
+			return nil, false
+		}
+		g.Percent = f.lit("%")
 	}
 	g.EndPos = f.end()
 	return g, true

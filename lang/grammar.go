@@ -150,9 +150,12 @@ type gForEach struct {
 	Pos      lexer.Position
 	EndPos   lexer.Position
 	Key      *gIdent `parser:"(?= \"for_each\") @@"`
+	Index    *gIdent `parser:"((?= Ident \",\") @@ \",\")?"`
 	Var      *gIdent `parser:"@@ \"in\""`
 	Items    *gExpr  `parser:"@@"`
 	Parallel *gValue `parser:"(\"parallel\" @@)?"`
+	Tolerate *gValue `parser:"(\"tolerate\" @@"`
+	Percent  bool    `parser:"  @\"%\"?)?"`
 }
 
 type gBranch struct {

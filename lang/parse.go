@@ -322,9 +322,15 @@ func (p *parser) item(g *gItem) ast.Item {
 		return &ast.Cond{Range: r, Key: p.gident(g.Cond.Key), Expr: p.expr(g.Cond.Expr)}
 	case g.ForEach != nil:
 		fe := g.ForEach
-		out := &ast.ForEach{Range: r, Key: p.gident(fe.Key), Var: p.gident(fe.Var), Items: p.expr(fe.Items)}
+		out := &ast.ForEach{Range: r, Key: p.gident(fe.Key), Var: p.gident(fe.Var), Items: p.expr(fe.Items), Percent: fe.Percent}
+		if fe.Index != nil {
+			out.Index = p.gident(fe.Index)
+		}
 		if fe.Parallel != nil {
 			out.Parallel = p.value(fe.Parallel)
+		}
+		if fe.Tolerate != nil {
+			out.Tolerate = p.value(fe.Tolerate)
 		}
 		return out
 	case g.Branch != nil:

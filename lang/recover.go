@@ -201,7 +201,7 @@ var nodeItemKeywords = map[string]bool{
 
 // notItemStart are words that continue a node header or an item; they never
 // start an item even first on a line.
-var notItemStart = map[string]bool{"after": true, "join": true, "in": true, "parallel": true, "else": true}
+var notItemStart = map[string]bool{"after": true, "join": true, "in": true, "parallel": true, "tolerate": true, "else": true}
 
 // continuesExpr: a word right after one of these tokens is part of an
 // expression or list (`when output.x`, `a in b`, `after a, b`), not the start

@@ -933,6 +933,9 @@ func (c *cursor) completeScope() {
 		}
 		if fe := c.forEach(); fe != nil && fe.Var != nil && c.inFrame("with") {
 			c.add(fe.Var.Name, protocol.CompletionItemKindVariable, "for_each variable", "", "0")
+			if fe.Index != nil {
+				c.add(fe.Index.Name, protocol.CompletionItemKindVariable, "int", "for_each index", "0")
+			}
 		}
 		for _, id := range c.nodeIDs() {
 			if id != self {

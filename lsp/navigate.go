@@ -402,6 +402,9 @@ func forEachVars(f *ast.File) map[string]bool {
 	ast.Inspect(f, func(n ast.Node) bool {
 		if fe, ok := n.(*ast.ForEach); ok && fe.Var != nil {
 			out[fe.Var.Name] = true
+			if fe.Index != nil {
+				out[fe.Index.Name] = true
+			}
 		}
 		return n != nil
 	})

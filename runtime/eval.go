@@ -51,6 +51,9 @@ func newCELCache(p *plan) *celCache {
 		if n.ForEach != nil && n.ForEach.Var != "" {
 			vars = append(vars, n.ForEach.Var)
 		}
+		if n.ForEach != nil && n.ForEach.Index != "" {
+			vars = append(vars, n.ForEach.Index)
+		}
 	}
 	sort.Strings(vars)
 	return &celCache{prg: map[string]cel.Program{}, refs: map[string][]string{}, vars: vars}
@@ -417,11 +420,20 @@ func outputType(n *ir.Node) *ir.Type {
 	return t
 }
 
-// itemType is the type of one handler output of a node.
+// itemType is the type of one handler output of a node: for a for_each
+// that tolerates failures, the output field of its item results.
 func itemType(n *ir.Node) *ir.Type {
 	t := n.OutputType
 	if n.ForEach != nil && t != nil && t.Kind == ir.KindList {
-		return t.Elem
+		t = t.Elem
+		if n.ForEach.Tolerate != nil && t != nil {
+			for i := range t.Fields {
+				if t.Fields[i].Name == "output" {
+					return &t.Fields[i].Type
+				}
+			}
+			return nil
+		}
 	}
 	return t
 }

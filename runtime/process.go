@@ -148,14 +148,20 @@ func (j *job) ack() error { return j.w.st.rdb.XAck(j.ctx, j.strm, Group, j.msg.I
 
 // script runs a run script and logs non-ok replies.
 func (j *job) script(name string, args any) error {
+	_, err := j.scriptReply(name, args)
+	return err
+}
+
+// scriptReply is script, returning the script's status reply.
+func (j *job) scriptReply(name string, args any) (string, error) {
 	res, err := j.w.st.callWith(j.ctx, name, j.ref, args, func(sc *redis.Script, keys []string, arg string) (any, error) {
 		return j.batched(sc, keys, arg)
 	})
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", name, cmpOrStr(j.x, j.tok.Run), err)
+		return "", fmt.Errorf("%s %s: %w", name, cmpOrStr(j.x, j.tok.Run), err)
 	}
 	j.counted(name, res)
-	return nil
+	return res, nil
 }
 
 // batched runs a transition script of the message through the worker's
@@ -614,6 +620,17 @@ func (j *job) evalFailed(err error, item int) error {
 // fails.
 func (j *job) failNode(err error, item int) error {
 	msg, code := err.Error(), errorCode(err)
+	if item >= 0 && j.n.ForEach != nil && j.n.ForEach.Tolerate != nil {
+		// The item's failure is tolerated while the node is within its
+		// tolerance: itemdone records it as the item's result.
+		res, _ := json.Marshal(map[string]any{"index": item, "error": map[string]string{"code": code, "message": msg}})
+		reply, err := j.scriptReply("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, item, string(res),
+			true, j.n.ForEach.Tolerate.Count, j.n.ForEach.Tolerate.Percent})
+		if err != nil || reply != "over" {
+			return err
+		}
+		msg = fmt.Sprintf("for_each: more items failed than the %s tolerated: item %d: %s", tolerance(j.n.ForEach.Tolerate), item, msg)
+	}
 	if targets, ok := j.n.Route(code); ok {
 		if targets == nil {
 			targets = []string{}
@@ -744,6 +761,9 @@ func (j *job) item() error {
 		return j.failNode(fmt.Errorf("for_each item %d: %w", k, err), k)
 	}
 	act = act.with(n.ForEach.Var, iv)
+	if n.ForEach.Index != "" {
+		act = act.with(n.ForEach.Index, int64(k))
+	}
 	cfg, err := j.p.params(j.ctx, n.With, n.ID, act)
 	if err != nil {
 		return j.evalFailed(err, k)
@@ -755,14 +775,29 @@ func (j *job) item() error {
 	if err != nil {
 		return j.handlerFailed(fmt.Errorf("item %d: %w", k, err), k)
 	}
-	return j.script("itemdone", struct {
-		base
-		Node   string `json:"node"`
-		Iter   string `json:"iter"`
-		Gen    int    `json:"gen"`
-		Item   int    `json:"item"`
-		Output string `json:"output"`
-	}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out)})
+	return j.script("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out), false, 0, 0})
+}
+
+// itemArgs are itemdone's arguments: an item's output, or (Failed) its
+// error result under the node's tolerance (Count, Percent).
+type itemArgs struct {
+	base
+	Node    string `json:"node"`
+	Iter    string `json:"iter"`
+	Gen     int    `json:"gen"`
+	Item    int    `json:"item"`
+	Output  string `json:"output"`
+	Failed  bool   `json:"failed,omitempty"`
+	Count   int    `json:"count,omitempty"`
+	Percent int    `json:"percent,omitempty"`
+}
+
+// tolerance says a for_each's tolerance in words.
+func tolerance(t *ir.Tolerance) string {
+	if t.Percent > 0 {
+		return fmt.Sprintf("%d%%", t.Percent)
+	}
+	return fmt.Sprintf("%d", t.Count)
 }
 
 // collect builds a for_each node's output from its items and routes it.
@@ -781,9 +816,16 @@ func (j *job) collect() error {
 		return j.failNode(j.poisonErr(), -1)
 	}
 	count, _ := strconv.Atoi(nc.Val())
-	fields := make([]string, count)
+	tol := j.n.ForEach != nil && j.n.ForEach.Tolerate != nil
+	fields := make([]string, count, 2*count)
 	for i := range fields {
 		fields[i] = fmt.Sprintf("%s|o|%d", j.x, i)
+	}
+	if tol {
+		// Which items failed: their results are {index, error} already.
+		for i := range count {
+			fields = append(fields, fmt.Sprintf("%s|s|%d", j.x, i))
+		}
 	}
 	var b strings.Builder
 	b.WriteByte('[')
@@ -792,13 +834,17 @@ func (j *job) collect() error {
 		if err != nil {
 			return err
 		}
-		for i, v := range vals {
+		for i, v := range vals[:count] {
 			s, ok := v.(string)
 			if !ok {
 				return fmt.Errorf("for_each %s: output of item %d is missing", j.x, i)
 			}
 			if i > 0 {
 				b.WriteByte(',')
+			}
+			if st, _ := vals[min(count+i, len(vals)-1)].(string); tol && st != "failed" {
+				fmt.Fprintf(&b, `{"index":%d,"output":%s}`, i, s)
+				continue
 			}
 			b.WriteString(s)
 		}

@@ -162,13 +162,16 @@ type Cond struct {
 	Expr *Expr
 }
 
-// A ForEach is `for_each v in expr [parallel n]`.
+// A ForEach is `for_each [i,] v in expr [parallel n] [tolerate n[%]]`.
 type ForEach struct {
 	Range
 	Key      *Ident
+	Index    *Ident // `for_each i, x in ...`: the item's index
 	Var      *Ident
 	Items    *Expr
 	Parallel *Value
+	Tolerate *Value // how many items may fail (Percent: what percentage)
+	Percent  bool
 }
 
 // A Block is `key { items }`: retry, loop, compensate.

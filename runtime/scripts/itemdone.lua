@@ -1,7 +1,10 @@
 -- itemdone: records the output of one for_each item, queues the next item,
 -- and when every item is done queues the node's collect token ("fin"),
 -- which a worker turns into the node's completion.
--- A: node, iter, gen, msg, item, output (JSON text).
+-- A: node, iter, gen, msg, item, output (JSON text); failed (true: output
+--    is the item's error result, {index, error}, under the node's
+--    tolerance: count, or percent of the items), which replies 'over',
+--    writing nothing, when one more failure is more than tolerated.
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if not checkmsg() then return fail('the message queue is not a queue of the run') end
@@ -16,13 +19,25 @@ if redis.call('HGET', STATE, x) ~= 'running' then ack(); return 'dup' end
 local it = redis.call('HMGET', ITEMS, x .. '|n', x .. '|next', x .. '|s|' .. A.item, x .. '|hop', x .. '|todo')
 if not it[1] or (it[3] ~= 'queued' and it[3] ~= 'retrying') then ack(); return 'dup' end
 
-addop(op)
 local n, nxt, hop = tonumber(it[1]), tonumber(it[2]), tonumber(it[4])
+if A.failed then
+  local limit = A.count or 0
+  if (A.percent or 0) > 0 then limit = math.floor(n * A.percent / 100) end
+  if tonumber(redis.call('HGET', ITEMS, x .. '|failed') or '0') + 1 > limit then return 'over' end
+end
+
+addop(op)
 local todo = {}
 for i in string.gmatch(it[5] or '', '[^,]+') do todo[#todo + 1] = i end
-redis.call('HSET', ITEMS, x .. '|o|' .. A.item, A.output, x .. '|s|' .. A.item, 'done')
+if A.failed then
+  redis.call('HSET', ITEMS, x .. '|o|' .. A.item, A.output, x .. '|s|' .. A.item, 'failed')
+  redis.call('HINCRBY', ITEMS, x .. '|failed', 1)
+  event('item.failed', -1, 'x', x, 'i', A.item, 'output', A.output)
+else
+  redis.call('HSET', ITEMS, x .. '|o|' .. A.item, A.output, x .. '|s|' .. A.item, 'done')
+  event('item.completed', -1, 'x', x, 'i', A.item, 'output', A.output)
+end
 local done = redis.call('HINCRBY', ITEMS, x .. '|done', 1)
-event('item.completed', -1, 'x', x, 'i', A.item, 'output', A.output)
 if nxt < #todo then
   local i = todo[nxt + 1]
   redis.call('HSET', ITEMS, x .. '|next', nxt + 1, x .. '|s|' .. i, 'queued')

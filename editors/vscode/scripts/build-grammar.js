@@ -36,7 +36,7 @@ const alt = (words) => [...new Set(words)].sort((a, b) => b.length - a.length ||
 // must be covered by these (checked below).
 const itemScopes = {
   'keyword.control.conditional.wf': ['when', 'else', 'branch'],
-  'keyword.control.loop.wf': ['loop', 'while', 'for_each', 'parallel', 'max', 'back_to', 'exhausted'],
+  'keyword.control.loop.wf': ['loop', 'while', 'for_each', 'parallel', 'tolerate', 'max', 'back_to', 'exhausted'],
   'keyword.control.flow.wf': ['routes', 'default', 'on_error', 'on_reject', 'retry', 'compensate', 'finally'],
   'keyword.other.block.wf': ['with', 'config'],
   'keyword.other.item.wf': [
@@ -296,13 +296,15 @@ const repository = {
   // ---- items with a special value ----
   run: handlerNameAfter('run', 'keyword.other.item.wf'),
   'for-each': {
-    // for_each user in input.users parallel 10
-    match: String.raw`${B}(for_each)\s+(?:(${RESERVED})${E}|(${ID}))\s+(in)${E}`,
+    // for_each [i,] user in input.users parallel 10 tolerate 5%
+    match: String.raw`${B}(for_each)\s+(?:(${ID})\s*(,)\s*)?(?:(${RESERVED})${E}|(${ID}))\s+(in)${E}`,
     captures: {
       1: { name: 'keyword.control.loop.wf' },
-      2: { name: 'invalid.illegal.reserved-name.wf' },
-      3: { name: 'variable.parameter.for-each.wf' },
-      4: { name: 'keyword.operator.in.wf' },
+      2: { name: 'variable.parameter.for-each.wf' },
+      3: { name: 'punctuation.separator.comma.wf' },
+      4: { name: 'invalid.illegal.reserved-name.wf' },
+      5: { name: 'variable.parameter.for-each.wf' },
+      6: { name: 'keyword.operator.in.wf' },
     },
   },
   backoff: {

@@ -305,7 +305,7 @@ function wordsOfRegex(re) {
     workflowItems: itemLine,
     handlerItems: itemLine,
     nodeItems: itemLine,
-    forEach: () => ['  for_each v in xs parallel 4'],
+    forEach: () => ['  for_each v in xs parallel 4 tolerate 10%'],
     branchRules: (w) => [w === 'when' ? '    when x => a' : '    else => a'],
     retryItems: itemLine,
     loopItems: itemLine,

@@ -16,7 +16,7 @@ var itemKinds = map[string][]string{
 	"when": {"task", "agent", "human", "flow"}, "retry": {"task", "agent", "human", "flow"},
 	"timeout": {"task", "agent", "human", "flow"}, "on_error": {"task", "agent", "human", "flow"},
 	"description": {"task", "agent", "human", "flow"}, "output": {"task", "agent", "human", "flow"},
-	"run": {"task"}, "with": {"task", "agent", "flow"}, "for_each": {"task", "flow"},
+	"run": {"task"}, "dispatch": {"task"}, "with": {"task", "agent", "flow"}, "for_each": {"task", "flow"},
 	"branch": {"task", "flow"}, "loop": {"task", "flow"}, "compensate": {"task", "flow"},
 	"model": {"agent"}, "temperature": {"agent"}, "prompt": {"agent", "human"},
 	"routes": {"agent"}, "default": {"agent"},
@@ -130,6 +130,12 @@ func (s *state) nodeItems(n *node) {
 		if n.run == nil && seen["run"] == nil { // a malformed `run` was reported
 			s.missing(n, "run \"handler\"", "a task needs a handler to run")
 		}
+		switch {
+		case n.dispatch != nil && n.run != nil:
+			s.errorf(diag.BadValue, seen["dispatch"].Rng(), "`dispatch` chooses among handlers: give them as a list, `run [\"%s\", ...]`", n.handler)
+		case n.dispatch == nil && len(n.runSet) > 0:
+			s.errorf(diag.MissingItem, seen["run"].Rng(), "`run [...]` needs `dispatch EXPR` to choose the handler at run time")
+		}
 	case "agent":
 		if n.model == "" && seen["model"] == nil {
 			s.missing(n, "model \"name\"", "an agent needs a model")
@@ -189,7 +195,34 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 			s.noTemplate("run", st.Value.Str)
 			return
 		}
-		s.shapeError(k, it, "a handler name string: run \"http\"")
+		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.ListValue {
+			// The closed set a dispatch chooses from.
+			seen := map[string]bool{}
+			for _, v := range st.Value.List {
+				switch {
+				case v.Kind != ast.StringValue:
+					s.errorf(diag.BadValue, v.Range, "`run [...]` lists handler names (strings)")
+				case v.Str.Template != nil:
+					s.noTemplate("run", v.Str)
+				case seen[v.Str.Value]:
+					s.errorf(diag.Duplicate, v.Range, "handler %q is listed twice", v.Str.Value)
+				default:
+					seen[v.Str.Value] = true
+					n.runSet = append(n.runSet, v.Str)
+				}
+			}
+			if len(st.Value.List) == 0 {
+				s.errorf(diag.BadValue, st.Value.Range, "`run [...]` needs at least one handler")
+			}
+			return
+		}
+		s.shapeError(k, it, "a handler name string: run \"http\", or a list of them with dispatch")
+	case "dispatch":
+		if c, ok := it.(*ast.Cond); ok {
+			n.dispatch = c.Expr
+			return
+		}
+		s.shapeError(k, it, "an expression naming the handler: dispatch input.kind + \".convert\"")
 	case "with":
 		if pb, ok := it.(*ast.ParamBlock); ok {
 			n.with = pb

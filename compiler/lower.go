@@ -272,6 +272,12 @@ func (s *state) lower() {
 
 func (s *state) lowerNode(n *node) ir.Node {
 	in := ir.Node{ID: n.id, Type: n.kind, Handler: n.handler, Join: n.join, Loc: s.loc(n.decl.Range)}
+	if n.dispatch != nil && len(n.runSet) > 0 {
+		in.Dispatch = &ir.Dispatch{Expr: s.irExpr(n.dispatch)}
+		for _, h := range n.runSet {
+			in.Dispatch.Handlers = append(in.Dispatch.Handlers, h.Value)
+		}
+	}
 	if n.kind != "agent" {
 		in.With = s.params(n.with)
 	}
@@ -420,6 +426,11 @@ func removeNodes(w *ir.Workflow, dead map[string]bool) {
 	used := map[string]bool{}
 	for _, n := range w.Nodes {
 		used[n.Handler] = true
+		if n.Dispatch != nil {
+			for _, h := range n.Dispatch.Handlers {
+				used[h] = true
+			}
+		}
 		if n.Compensate != nil {
 			used[n.Compensate.Handler] = true
 		}

@@ -56,6 +56,9 @@ func (s *state) resolve() {
 		if n.run != nil && n.run.Template == nil { // a template was reported
 			s.handlerRef(n.run)
 		}
+		for _, h := range n.runSet {
+			s.handlerRef(h)
+		}
 		if n.compensate != nil && n.compensate.run != nil && n.compensate.run.Template == nil {
 			s.handlerRef(n.compensate.run)
 		}
@@ -193,6 +196,8 @@ func (s *state) outputType(n *node) {
 	switch {
 	case n.outDecl != nil:
 		t = s.objectType(n.outDecl.Fields)
+	case n.kind == "task" && len(n.runSet) > 0:
+		t = s.dispatchOutput(n)
 	case n.kind == "task":
 		if h := s.handlers[n.handler]; h != nil && !h.Open {
 			t = h.Output
@@ -210,6 +215,34 @@ func (s *state) outputType(n *node) {
 		t = &ir.Type{Kind: ir.KindAny}
 	}
 	s.setOutput(n, t)
+}
+
+// dispatchOutput is the output of a task that dispatches: the handlers of
+// its set must give the same one (else the node declares its output), and
+// must declare their config and output (an open handler's output follows
+// its with block, so cel and echo cannot be in a set).
+func (s *state) dispatchOutput(n *node) *ir.Type {
+	var t *ir.Type
+	var first *HandlerInfo
+	for _, str := range n.runSet {
+		h := s.handlers[str.Value]
+		if h == nil {
+			continue // reported by handlerRef
+		}
+		if h.Open {
+			s.errorf(diag.ConfigType, str.Range, "handler %q takes any config, so it cannot be in a dispatch set: the handlers of a set must declare the config they accept", h.Name)
+			continue
+		}
+		if first == nil {
+			first, t = h, h.Output
+			continue
+		}
+		if h.Output.String() != t.String() {
+			s.errorf(diag.TypeError, str.Range, "handler %q outputs %s but %q outputs %s: the handlers of a dispatch set must give the same output", h.Name, h.Output.String(), first.Name, t.String()).
+				WithHint("or declare the node's `output { ... }`, which every handler's output is checked against")
+		}
+	}
+	return t
 }
 
 // setOutput records the type of n.output: a for_each node outputs the list

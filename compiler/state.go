@@ -90,6 +90,8 @@ type node struct {
 
 	handler    string
 	run        *ast.String
+	runSet     []*ast.String // run ["a", "b"]: the handlers a dispatch chooses from
+	dispatch   *ast.Expr     // dispatch EXPR: the name of the handler to run
 	with       *ast.ParamBlock
 	outDecl    *ast.TypeBlock
 	when       *ast.Expr

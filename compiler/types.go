@@ -161,6 +161,14 @@ func (s *state) checkNode(n *node) {
 	if n.when != nil {
 		s.wantBool(s.check(base, n.when, n), n.when, "when")
 	}
+	if d := n.dispatch; d != nil {
+		if t := s.check(base, d, n); t != nil && t.Kind() != types.StringKind && t.Kind() != types.DynKind {
+			s.errorf(diag.TypeError, d.Range, "dispatch must name a handler (a string), found %s", typeName(t))
+		}
+		if d.Str != nil && d.Str.Template == nil && !slices.ContainsFunc(n.runSet, func(h *ast.String) bool { return h.Value == d.Str.Value }) {
+			s.errorf(diag.UnknownHandler, d.Range, "dispatch names %q, which is not in the node's `run [...]`", d.Str.Value)
+		}
+	}
 	withScope := base
 	if n.forEach != nil {
 		t := s.check(base, n.forEach.Items, n)
@@ -245,6 +253,18 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 	var cfg *ir.Type
 	what := ""
 	switch {
+	case n.kind == "task" && len(n.runSet) > 0:
+		// Every handler of the set must accept the with block.
+		anchor := n.ident
+		if with != nil {
+			anchor = with.Key
+		}
+		for _, str := range n.runSet {
+			if h := s.handlers[str.Value]; h != nil && !h.Open {
+				s.checkParams(h.Config, with, pts, anchor, "handler \""+h.Name+"\"")
+			}
+		}
+		return
 	case n.kind == "task":
 		h := s.handlers[n.handler]
 		if h == nil {

@@ -191,19 +191,22 @@ type Param struct {
 // A Node represents one step of the workflow. Type says which of Handler,
 // Agent, Human and Flow is set; the other options may be combined freely.
 type Node struct {
-	ID         string   `json:"id"`
-	Type       string   `json:"type"`
-	Handler    string   `json:"handler,omitempty"` // task only
-	With       []Param  `json:"with,omitempty"`
-	OutputType *Type    `json:"output_type,omitempty"`
-	Join       string   `json:"join"`           // JoinAll, JoinAny or JoinSettled
-	When       *Expr    `json:"when,omitempty"` // false => the node is skipped
-	ForEach    *ForEach `json:"for_each,omitempty"`
-	Retry      *Retry   `json:"retry,omitempty"`
-	TimeoutMS  int64    `json:"timeout_ms,omitempty"`
-	Branch     *Branch  `json:"branch,omitempty"`
-	Loop       *Loop    `json:"loop,omitempty"`
-	OnError    []string `json:"on_error,omitempty"` // every on_error target, each once
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Handler string `json:"handler,omitempty"` // task only
+	// Dispatch, on a task instead of Handler, chooses the handler at run
+	// time: Expr (a string) names one of Handlers.
+	Dispatch   *Dispatch `json:"dispatch,omitempty"`
+	With       []Param   `json:"with,omitempty"`
+	OutputType *Type     `json:"output_type,omitempty"`
+	Join       string    `json:"join"`           // JoinAll, JoinAny or JoinSettled
+	When       *Expr     `json:"when,omitempty"` // false => the node is skipped
+	ForEach    *ForEach  `json:"for_each,omitempty"`
+	Retry      *Retry    `json:"retry,omitempty"`
+	TimeoutMS  int64     `json:"timeout_ms,omitempty"`
+	Branch     *Branch   `json:"branch,omitempty"`
+	Loop       *Loop     `json:"loop,omitempty"`
+	OnError    []string  `json:"on_error,omitempty"` // every on_error target, each once
 	// ErrorRoutes route a failure by its error code (on_error "code" =>
 	// targets): the first route one of whose codes matches takes it, else
 	// the route without codes (the catch-all, last). Absent: every failure
@@ -263,6 +266,14 @@ type Retry struct {
 	// ending in * matches every code with that prefix.
 	On     []string `json:"on,omitempty"`
 	Except []string `json:"except,omitempty"`
+}
+
+// A Dispatch chooses a task's handler at run time from a closed set
+// (Conductor's dynamic task): Expr evaluates to the name of one of
+// Handlers, which accept the same config and give the same output.
+type Dispatch struct {
+	Expr     Expr     `json:"expr"`
+	Handlers []string `json:"handlers"`
 }
 
 // A Finally is the workflow's exit handler (Argo's onExit): a handler run

@@ -304,7 +304,7 @@ func (v *validator) node(i int, seen map[string]bool) {
 	v.name(p.at("/id"), n.ID, "node", seen)
 
 	// Each type carries exactly its own option.
-	has := map[string]bool{"handler": n.Handler != "", "agent": n.Agent != nil, "human": n.Human != nil, "flow": n.Flow != nil}
+	has := map[string]bool{"handler": n.Handler != "" || n.Dispatch != nil, "agent": n.Agent != nil, "human": n.Human != nil, "flow": n.Flow != nil}
 	own := map[string]string{NodeTask: "handler", NodeAgent: "agent", NodeHuman: "human", NodeFlow: "flow"}
 	if want, ok := own[n.Type]; ok {
 		if !has[want] {
@@ -323,6 +323,25 @@ func (v *validator) node(i int, seen map[string]bool) {
 	}
 	if n.Handler != "" && !v.handlers[n.Handler] {
 		v.addf(p.at("/handler"), "handler %q is not declared in /handlers", n.Handler)
+	}
+	if d := n.Dispatch; d != nil {
+		if n.Handler != "" {
+			v.addf(p.at("/dispatch"), "a task has a handler or a dispatch, not both")
+		}
+		v.expr(p.at("/dispatch/expr"), &d.Expr)
+		if len(d.Handlers) == 0 {
+			v.addf(p.at("/dispatch/handlers"), "a dispatch needs handlers")
+		}
+		seenH := map[string]bool{}
+		for k, h := range d.Handlers {
+			if !v.handlers[h] {
+				v.addf(p.at("/dispatch/handlers").idx(k), "handler %q is not declared in /handlers", h)
+			}
+			if seenH[h] {
+				v.addf(p.at("/dispatch/handlers").idx(k), "handler %q listed twice", h)
+			}
+			seenH[h] = true
+		}
 	}
 	v.loc(p.at("/loc"), n.Loc)
 

@@ -253,7 +253,7 @@ func (f *fastParser) item() (*gItem, bool) {
 		g.Params, ok = f.paramBlock()
 	case (t0.Value == "output" || t0.Value == "config") && f.is(1, "{"):
 		g.Types, ok = f.typeBlock()
-	case t0.Value == "when" || t0.Value == "while":
+	case t0.Value == "when" || t0.Value == "while" || t0.Value == "dispatch":
 		g.Cond, ok = f.cond()
 	case t0.Value == "for_each" && t1.Type == tIdent:
 		g.ForEach, ok = f.forEach()

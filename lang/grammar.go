@@ -142,7 +142,7 @@ type gType struct {
 type gCond struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Key    *gIdent `parser:"(?= \"when\" | \"while\") @@"`
+	Key    *gIdent `parser:"(?= \"when\" | \"while\" | \"dispatch\") @@"`
 	Expr   *gExpr  `parser:"@@"`
 }
 

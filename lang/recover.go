@@ -196,7 +196,7 @@ var nodeItemKeywords = map[string]bool{
 	"retry": true, "timeout": true, "branch": true, "loop": true, "on_error": true,
 	"compensate": true, "model": true, "temperature": true, "prompt": true,
 	"routes": true, "default": true, "approvers": true, "on_timeout": true,
-	"on_reject": true, "uses": true, "description": true,
+	"on_reject": true, "uses": true, "description": true, "dispatch": true,
 }
 
 // notItemStart are words that continue a node header or an item; they never

@@ -24,6 +24,7 @@ var nodeItems = []word{
 	{"run", `run "handler"`, "The handler the task runs (required in a task).", []string{"task"}},
 	{"with", "with { name = expr … }", "The config passed to the handler, one CEL expression per field.", []string{"task", "agent", "flow"}},
 	{"when", "when EXPR", "Run the node only when the condition is true; otherwise it is skipped.", allKinds},
+	{"dispatch", "dispatch EXPR", "Choose the handler at run time: EXPR names one of the handlers of `run [\"a\", \"b\"]`.", []string{"task"}},
 	{"retry", "retry { attempts N  backoff fixed|linear|exponential  delay D  max_delay D  on|except [codes] }", "Retry the node when it fails (only some error codes, with on or except).", allKinds},
 	{"timeout", "timeout DURATION", "Fail the attempt when it runs longer than this.", allKinds},
 	{"on_error", "on_error [\"code\", ...] => ids", "Nodes to run when this node fails (after its retries); with codes, only for failures with those error codes.", allKinds},

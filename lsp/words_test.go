@@ -20,7 +20,7 @@ var itemSnippet = map[string]string{
 	"loop": "loop { while false  max 2 }", "compensate": `compensate { run "noop" }`, "uses": `uses "child.wf"`,
 	"model": `model "m"`, "temperature": "temperature 0.5", "prompt": `prompt "p"`, "routes": "routes other",
 	"default": "default => other", "approvers": `approvers ["a@x"]`, "on_timeout": "on_timeout reject",
-	"on_reject": "on_reject => other",
+	"on_reject": "on_reject => other", "dispatch": `dispatch "x"`,
 }
 
 func compileSnippet(src string) diag.List {
@@ -67,7 +67,7 @@ func TestBlockItemsMatchCompiler(t *testing.T) {
 	values := map[string]string{
 		"attempts": "attempts 3", "backoff": "backoff linear", "delay": "delay 1s", "max_delay": "max_delay 2s",
 		"while": "while true", "max": "max 3", "back_to": "back_to n", "exhausted": "exhausted => other",
-		"run": `run "noop"`, "with": `run "noop"  with { }`,
+		"run": `run "noop"`, "with": `run "noop"  with { }`, "on": `on ["x"]`, "except": `except ["x"]`,
 	}
 	for block, form := range snippets {
 		for _, w := range blockItems[block] {

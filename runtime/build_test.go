@@ -137,7 +137,14 @@ func build(t testing.TB, s wfSpec) *ir.Workflow {
 	}
 	for _, ns := range s.nodes {
 		n := ns.n
-		handlers[n.Handler] = true
+		if n.Dispatch != nil {
+			n.Handler = ""
+			for _, h := range n.Dispatch.Handlers {
+				handlers[h] = true
+			}
+		} else {
+			handlers[n.Handler] = true
+		}
 		if n.Compensate != nil {
 			handlers[n.Compensate.Handler] = true
 		}

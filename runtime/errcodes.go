@@ -15,6 +15,7 @@ const (
 	CodeLost          = "lost"           // the execution's message was delivered too often (its workers died)
 	CodeLoopExhausted = "loop.exhausted" // a loop ran max times without an exhausted path
 	CodeForEach       = "for_each"       // a for_each list is not a list or is too long
+	CodeDispatch      = "dispatch"       // a dispatch named no handler of its set
 )
 
 // errorCode is the error code of a node failure.

@@ -157,7 +157,18 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 	for i := range w.Nodes {
 		n := &w.Nodes[i]
 		p.nodes[n.ID] = n
-		g := &gnode{Q: qf(n.Handler)}
+		h := n.Handler
+		if d := n.Dispatch; d != nil && len(d.Handlers) > 0 {
+			// The token goes to one queue before the handler is chosen:
+			// the set's handlers must share it.
+			h = d.Handlers[0]
+			for _, o := range d.Handlers[1:] {
+				if qf(o) != qf(h) {
+					return nil, fmt.Errorf("runtime: node %s dispatches to handlers on different queues (%s on %q, %s on %q): a dispatch set must share a queue", n.ID, h, qf(h), o, qf(o))
+				}
+			}
+		}
+		g := &gnode{Q: qf(h)}
 		if g.Q == "" {
 			g.Q = ControlQueue
 		}
@@ -316,7 +327,7 @@ func CheckSupported(w *ir.Workflow) error {
 		n := &w.Nodes[i]
 		switch n.Type {
 		case ir.NodeTask:
-			if n.Handler == "" {
+			if n.Handler == "" && n.Dispatch == nil {
 				return fmt.Errorf("runtime: task node %q has no handler", n.ID)
 			}
 		case ir.NodeAgent, ir.NodeHuman, ir.NodeFlow:
@@ -349,9 +360,17 @@ func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
 	}
 	for i := range w.Nodes {
 		check(w.Nodes[i].Handler)
+		if d := w.Nodes[i].Dispatch; d != nil {
+			for _, h := range d.Handlers {
+				check(h)
+			}
+		}
 		if c := w.Nodes[i].Compensate; c != nil {
 			check(c.Handler)
 		}
+	}
+	if f := w.Finally; f != nil {
+		check(f.Handler)
 	}
 	sort.Strings(missing)
 	return missing

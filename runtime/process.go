@@ -431,7 +431,11 @@ func (j *job) exec() error {
 	if err != nil {
 		return j.evalFailed(err, -1)
 	}
-	out, err := j.call(n.Handler, cfg, -1, false)
+	h, err := j.handlerOf(act)
+	if err != nil {
+		return j.evalFailed(err, -1)
+	}
+	out, err := j.call(h, cfg, -1, false)
 	if err == nil {
 		err = j.checkOutput(out)
 	}
@@ -768,7 +772,11 @@ func (j *job) item() error {
 	if err != nil {
 		return j.evalFailed(err, k)
 	}
-	out, err := j.call(n.Handler, cfg, k, false)
+	h, err := j.handlerOf(act)
+	if err != nil {
+		return j.evalFailed(err, k)
+	}
+	out, err := j.call(h, cfg, k, false)
 	if err == nil {
 		err = j.checkOutput(out)
 	}
@@ -776,6 +784,28 @@ func (j *job) item() error {
 		return j.handlerFailed(fmt.Errorf("item %d: %w", k, err), k)
 	}
 	return j.script("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out), false, 0, 0})
+}
+
+// handlerOf returns the handler the task runs: its own, or the one its
+// dispatch names — which must be in the dispatch's set (error code
+// "dispatch" otherwise).
+func (j *job) handlerOf(act vars) (string, error) {
+	d := j.n.Dispatch
+	if d == nil {
+		return j.n.Handler, nil
+	}
+	v, err := j.p.eval(j.ctx, &d.Expr, j.n.ID+".dispatch", act)
+	if err != nil {
+		return "", err
+	}
+	name, ok := v.Value().(string)
+	if !ok {
+		return "", handlers.Errorf(CodeDispatch, false, "dispatch: %s is %s, not a handler name", d.Expr.CEL, v.Type().TypeName())
+	}
+	if !slices.Contains(d.Handlers, name) {
+		return "", handlers.Errorf(CodeDispatch, false, "dispatch: %q is not one of the node's handlers (%s)", name, strings.Join(d.Handlers, ", "))
+	}
+	return name, nil
 }
 
 // itemArgs are itemdone's arguments: an item's output, or (Failed) its
@@ -1050,6 +1080,9 @@ func nodeExprs(n *ir.Node) []string {
 	}
 	add(n.When)
 	params(n.With)
+	if n.Dispatch != nil {
+		add(&n.Dispatch.Expr)
+	}
 	if n.ForEach != nil {
 		add(&n.ForEach.Items)
 	}

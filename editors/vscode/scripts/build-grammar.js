@@ -35,7 +35,7 @@ const alt = (words) => [...new Set(words)].sort((a, b) => b.length - a.length ||
 // retryItems, loopItems, compensateItems, forEach and branchRules together
 // must be covered by these (checked below).
 const itemScopes = {
-  'keyword.control.conditional.wf': ['when', 'else', 'branch'],
+  'keyword.control.conditional.wf': ['when', 'else', 'branch', 'dispatch'],
   'keyword.control.loop.wf': ['loop', 'while', 'for_each', 'parallel', 'tolerate', 'max', 'back_to', 'exhausted'],
   'keyword.control.flow.wf': ['routes', 'default', 'on_error', 'on_reject', 'retry', 'compensate', 'finally'],
   'keyword.other.block.wf': ['with', 'config'],

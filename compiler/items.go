@@ -373,6 +373,10 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 		}
 		s.shapeError(k, it, "a string (it may contain {{ }} templates)")
 	case "approvers":
+		if c, ok := it.(*ast.Cond); ok {
+			n.approversExpr = c.Expr // a list(string); a literal list is kept as a list (types)
+			return
+		}
 		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.ListValue {
 			for _, v := range st.Value.List {
 				if v.Kind != ast.StringValue || v.Str.Value == "" {
@@ -387,7 +391,7 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 			}
 			return
 		}
-		s.shapeError(k, it, "a list of strings: approvers [\"a@example.com\"]")
+		s.shapeError(k, it, "a list of strings: approvers [\"a@example.com\"], or an expression of type list(string)")
 	case "on_timeout":
 		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.IdentValue {
 			switch st.Value.Raw {

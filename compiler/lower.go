@@ -327,6 +327,10 @@ func (s *state) lowerNode(n *node) ir.Node {
 		in.With = s.params(n.with)
 	case "human":
 		in.Human = &ir.Human{Approvers: n.approvers, TimeoutMS: n.timeoutMS, OnTimeout: n.onTimeout, OnReject: names(n.onReject)}
+		if n.approversExpr != nil {
+			x := s.irExpr(n.approversExpr)
+			in.Human.ApproversExpr = &x
+		}
 		if n.prompt != nil {
 			p := s.promptValue(n.prompt)
 			in.Human.Prompt = &p

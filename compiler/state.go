@@ -112,9 +112,10 @@ type node struct {
 	routes      []*ast.Ident
 	dflt        []*ast.Ident
 
-	approvers []string
-	onTimeout string
-	onReject  []*ast.Ident
+	approvers     []string
+	approversExpr *ast.Expr // approvers given by an expression that is not a list of string literals
+	onTimeout     string
+	onReject      []*ast.Ident
 
 	uses  *ast.String
 	child *Result

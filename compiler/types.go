@@ -96,6 +96,59 @@ func (s *state) types() {
 	s.checkFinally()
 }
 
+// checkApprovers checks a human node's approvers: a list(string). A list
+// of string literals becomes the IR's approvers (each non-empty, at least
+// one); anything else stays an expression evaluated when the node runs.
+func (s *state) checkApprovers(sc *scope, n *node, e *ast.Expr) {
+	t := s.check(sc, e, n)
+	if t == nil {
+		return
+	}
+	// A list of literals: each must be a non-empty string, and there must
+	// be one.
+	if a := s.checked[e]; a != nil && a.NativeRep().Expr().Kind() == celast.ListKind {
+		els := a.NativeRep().Expr().AsList().Elements()
+		info := a.NativeRep().SourceInfo()
+		var lits []string
+		allLit, bad := true, false
+		for _, el := range els {
+			if el.Kind() != celast.LiteralKind {
+				allLit = false
+				continue
+			}
+			r := e.Range
+			if off, ok := info.GetOffsetRange(el.ID()); ok {
+				r = source.Range{Start: e.Start + int(off.Start), End: e.Start + int(off.Stop)}
+			}
+			str, ok := el.AsLiteral().Value().(string)
+			switch {
+			case ok && strings.Contains(str, "{{"):
+				s.errorf(diag.BadValue, r, "`approvers` takes a plain string; {{ }} templates are only allowed in `with` values, workflow `output` entries and prompts")
+			case ok && str != "":
+				lits = append(lits, str)
+				continue
+			default:
+				s.errorf(diag.BadValue, r, "approvers must be non-empty strings")
+			}
+			bad = true
+		}
+		switch {
+		case bad:
+			return
+		case len(els) == 0:
+			s.errorf(diag.BadValue, e.Range, "approvers must not be empty")
+			return
+		case allLit:
+			n.approvers, n.approversExpr = lits, nil
+			return
+		}
+	}
+	if t.Kind() != types.DynKind && (t.Kind() != types.ListKind ||
+		(t.Parameters()[0].Kind() != types.StringKind && t.Parameters()[0].Kind() != types.DynKind)) {
+		s.errorf(diag.TypeError, e.Range, "approvers must be a list(string), found %s", typeName(t))
+	}
+}
+
 // runType is `run` in every expression; runEndType is `run` in the
 // finally block, once the run has ended.
 var (
@@ -160,6 +213,9 @@ func (s *state) checkNode(n *node) {
 	base := &scope{env: s.env}
 	if n.when != nil {
 		s.wantBool(s.check(base, n.when, n), n.when, "when")
+	}
+	if e := n.approversExpr; e != nil {
+		s.checkApprovers(base, n, e)
 	}
 	if d := n.dispatch; d != nil {
 		if t := s.check(base, d, n); t != nil && t.Kind() != types.StringKind && t.Kind() != types.DynKind {

@@ -364,10 +364,13 @@ type Agent struct {
 // A Human represents an approval step.
 type Human struct {
 	Approvers []string `json:"approvers,omitempty"`
-	TimeoutMS int64    `json:"timeout_ms,omitempty"`
-	OnTimeout string   `json:"on_timeout,omitempty"` // TimeoutApprove, TimeoutReject or TimeoutFail; empty means fail
-	OnReject  []string `json:"on_reject,omitempty"`
-	Prompt    *Value   `json:"prompt,omitempty"` // the message shown to approvers
+	// ApproversExpr, instead of Approvers, computes them when the node runs
+	// (a list(string), from inputs and outputs).
+	ApproversExpr *Expr    `json:"approvers_expr,omitempty"`
+	TimeoutMS     int64    `json:"timeout_ms,omitempty"`
+	OnTimeout     string   `json:"on_timeout,omitempty"` // TimeoutApprove, TimeoutReject or TimeoutFail; empty means fail
+	OnReject      []string `json:"on_reject,omitempty"`
+	Prompt        *Value   `json:"prompt,omitempty"` // the message shown to approvers
 }
 
 // A Flow represents running a child workflow.

@@ -426,6 +426,12 @@ func (v *validator) node(i int, seen map[string]bool) {
 		v.targets(p.at("/agent/default"), n.ID, a.Default)
 	}
 	if h := n.Human; h != nil {
+		if h.ApproversExpr != nil {
+			if len(h.Approvers) > 0 {
+				v.addf(p.at("/human/approvers_expr"), "approvers or approvers_expr, not both")
+			}
+			v.expr(p.at("/human/approvers_expr"), h.ApproversExpr)
+		}
 		for k, a := range h.Approvers {
 			if a == "" {
 				v.addf(p.at("/human/approvers").idx(k), "empty approver")

@@ -253,7 +253,9 @@ func (f *fastParser) item() (*gItem, bool) {
 		g.Params, ok = f.paramBlock()
 	case (t0.Value == "output" || t0.Value == "config") && f.is(1, "{"):
 		g.Types, ok = f.typeBlock()
-	case t0.Value == "when" || t0.Value == "while" || t0.Value == "dispatch":
+	case t0.Value == "approvers" && f.stringList(1):
+		g.Approvers, ok = f.setting()
+	case t0.Value == "when" || t0.Value == "while" || t0.Value == "dispatch" || t0.Value == "approvers":
 		g.Cond, ok = f.cond()
 	case t0.Value == "for_each" && t1.Type == tIdent:
 		g.ForEach, ok = f.forEach()
@@ -492,6 +494,23 @@ func (f *fastParser) routes() (*gRoutes, bool) {
 	}
 	g.EndPos = f.end()
 	return g, true
+}
+
+// stringList reports whether the tokens from offset k on are a list of
+// string literals: `[ ("s" ("," "s")* ","?)? ]`.
+func (f *fastParser) stringList(k int) bool {
+	if !f.is(k, "[") {
+		return false
+	}
+	k++
+	for f.at(k).Type == tString {
+		k++
+		if !f.is(k, ",") {
+			break
+		}
+		k++
+	}
+	return f.is(k, "]")
 }
 
 // codesThenArrow reports whether the tokens from offset k on are

@@ -81,17 +81,20 @@ type gNode struct {
 // last so a misspelt block name still parses and the compiler can say
 // "unknown item `parser:"retires"`, did you mean `parser:"retry"`?".
 type gItem struct {
-	Pos     lexer.Position
-	EndPos  lexer.Position
-	Params  *gParamBlock `parser:"  (?= \"with\") @@"`
-	Types   *gTypeBlock  `parser:"| (?= \"output\" | \"config\") @@"`
-	Cond    *gCond       `parser:"| @@"`
-	ForEach *gForEach    `parser:"| @@"`
-	Branch  *gBranch     `parser:"| @@"`
-	Routes  *gRoutes     `parser:"| @@"`
-	Goto    *gGoto       `parser:"| @@"`
-	Setting *gSetting    `parser:"| @@"`
-	Block   *gBlock      `parser:"| @@"`
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Params *gParamBlock `parser:"  (?= \"with\") @@"`
+	Types  *gTypeBlock  `parser:"| (?= \"output\" | \"config\") @@"`
+	// approvers with a list of string literals is a setting (formatted as
+	// a list); any other approvers is an expression (a Cond).
+	Approvers *gSetting `parser:"| (?= \"approvers\" \"[\" (String (\",\" String)* \",\"?)? \"]\") @@"`
+	Cond      *gCond    `parser:"| @@"`
+	ForEach   *gForEach `parser:"| @@"`
+	Branch    *gBranch  `parser:"| @@"`
+	Routes    *gRoutes  `parser:"| @@"`
+	Goto      *gGoto    `parser:"| @@"`
+	Setting   *gSetting `parser:"| @@"`
+	Block     *gBlock   `parser:"| @@"`
 }
 
 type gParamBlock struct {
@@ -142,7 +145,7 @@ type gType struct {
 type gCond struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Key    *gIdent `parser:"(?= \"when\" | \"while\" | \"dispatch\") @@"`
+	Key    *gIdent `parser:"(?= \"when\" | \"while\" | \"dispatch\" | \"approvers\") @@"`
 	Expr   *gExpr  `parser:"@@"`
 }
 

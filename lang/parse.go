@@ -351,6 +351,8 @@ func (p *parser) item(g *gItem) ast.Item {
 			gt.Codes = append(gt.Codes, p.str(c))
 		}
 		return gt
+	case g.Approvers != nil:
+		return p.setting(g.Approvers)
 	case g.Setting != nil:
 		return p.setting(g.Setting)
 	case g.Block != nil:

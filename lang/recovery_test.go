@@ -132,7 +132,7 @@ func TestRecoveryCases(t *testing.T) {
 			"5:23 WF0001 unexpected \"y\" in `for_each` item of task d",
 			"6:19 WF0001 unexpected \"}\" in `routes` item of task e",
 			"7:24 WF0001 unexpected \"}\" in `on_error` item of task f",
-			"8:26 WF0001 unexpected \"}\" in `approvers` item of task g; expected \"]\"",
+			"8:22 WF0001 \"[\" is not closed",
 		}, "a BAD b BAD c BAD d BAD e BAD f BAD g BAD h"},
 		{"more node items", `workflow w {
   task a { with { a 1 } output { a int } }

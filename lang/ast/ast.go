@@ -155,7 +155,7 @@ type Goto struct {
 	Targets []*Ident
 }
 
-// A Cond is `when expr`, `while expr` or `dispatch expr`.
+// A Cond is `when expr`, `while expr`, `dispatch expr` or `approvers expr`.
 type Cond struct {
 	Range
 	Key  *Ident

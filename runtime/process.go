@@ -397,7 +397,9 @@ func (j *job) exec() error {
 			return err
 		}
 	}
-	if st != NodeQueued && st != NodeRetrying {
+	// (running: marked by started.lua, then the worker died or lost the
+	// message; the execution runs again, at least once as always.)
+	if st != NodeQueued && st != NodeRetrying && st != NodeRunning {
 		j.w.dups.Add(1)
 		return j.ack() // done already, or an unknown execution
 	}
@@ -435,7 +437,9 @@ func (j *job) exec() error {
 	if err != nil {
 		return j.evalFailed(err, -1)
 	}
+	stop := j.markRunning()
 	out, err := j.call(h, cfg, -1, false)
+	stop()
 	if err == nil {
 		err = j.checkOutput(out)
 	}
@@ -784,6 +788,34 @@ func (j *job) item() error {
 		return j.handlerFailed(fmt.Errorf("item %d: %w", k, err), k)
 	}
 	return j.script("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out), false, 0, 0})
+}
+
+// markRunning marks the execution running once its handler has run for
+// WorkerOptions.RunningAfter (started.lua); the returned func cancels the
+// mark if it has not happened. The script guards against a late mark (the
+// state must still be queued or retrying, at this attempt).
+func (j *job) markRunning() (stop func()) {
+	d := j.w.opts.RunningAfter
+	if d < 0 {
+		return func() {}
+	}
+	type args struct {
+		base
+		Node    string `json:"node"`
+		Iter    string `json:"iter"`
+		Gen     int    `json:"gen"`
+		Attempt int    `json:"attempt"`
+	}
+	b := j.base()
+	b.Msg = nil // not a transition of the message
+	a := args{b, j.tok.Node, j.tok.Iter, j.tok.Gen, max(j.tok.Attempt, 1)}
+	t := time.AfterFunc(d, func() {
+		a.Now = strconv.FormatInt(nowMS(), 10)
+		if _, err := j.w.st.call(j.ctx, "started", j.ref, a); err != nil && j.ctx.Err() == nil {
+			j.w.log.Debug("wfc worker: marking an execution running", "run", j.tok.Run, "x", j.x, "err", err)
+		}
+	})
+	return func() { t.Stop() }
 }
 
 // handlerOf returns the handler the task runs: its own, or the one its

@@ -23,7 +23,7 @@ const (
 // Node execution states.
 const (
 	NodeQueued    = "queued"    // a token is queued or a worker runs it
-	NodeRunning   = "running"   // a for_each node whose items run
+	NodeRunning   = "running"   // its handler runs (for a while: WorkerOptions.RunningAfter), or a for_each node's items run
 	NodeRetrying  = "retrying"  // waiting for its next attempt
 	NodeCompleted = "completed" // ran; has an output
 	NodeSkipped   = "skipped"   // did not run (false when, or only skips arrived)
@@ -257,6 +257,8 @@ func (ev Event) Transitions() []Transition {
 		ts = append(ts, Transition{Exec: f["x"], State: NodeCompleted, Output: json.RawMessage(f["output"])})
 	case "node.skipped":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeSkipped})
+	case "node.started":
+		ts = append(ts, Transition{Exec: f["x"], State: NodeRunning})
 	case "node.failed":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeFailed, Error: f["error"], Code: f["code"]})
 	case "node.retry":

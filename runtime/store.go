@@ -22,7 +22,7 @@ import (
 var scriptFS embed.FS
 
 // runScripts are the scripts that share lib.lua and the run KEYS layout.
-var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone"}
+var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
 // heartbeat, release), or, as the fast paths of complete and start

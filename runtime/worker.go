@@ -59,6 +59,11 @@ type WorkerOptions struct {
 	// TrimInterval is how often acknowledged entries are trimmed from the
 	// head of the queue streams (default 1 min).
 	TrimInterval time.Duration
+	// RunningAfter is how long a node's handler runs before the worker
+	// marks its execution running (state, event node.started), so that
+	// status and wfc run show it; a shorter execution is never marked, which
+	// keeps the common case at no cost (default 200 ms; negative: never).
+	RunningAfter time.Duration
 	// ShutdownGrace is how long a stopping worker lets in-flight handlers
 	// finish before cancelling them and releasing their messages
 	// (default 10 s).
@@ -96,6 +101,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.Block <= 0 {
 		o.Block = time.Second
+	}
+	if o.RunningAfter == 0 {
+		o.RunningAfter = 200 * time.Millisecond
 	}
 	o.Block = min(o.Block, 2*time.Second)
 	if o.VisibilityTimeout <= 0 {

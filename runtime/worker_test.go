@@ -466,3 +466,48 @@ func TestSubmitKeepsItsCopy(t *testing.T) {
 		t.Errorf("a run of the submitted workflow says workflow %q", st.Workflow)
 	}
 }
+
+// TestRunningWhileHandlerRuns: an execution whose handler runs longer than
+// RunningAfter is shown running (state and event node.started), then
+// completed; a short one is never marked (issue #13, item 10).
+func TestRunningWhileHandlerRuns(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.RunningAfter = 30 * time.Millisecond })
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("quick", "noop"), task("slow", "block", after("quick"))}})
+		id := v.submit(w, nil)
+		v.waitStarted()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st, err := v.e.Status(v.ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nodeState(st, "slow") == NodeRunning {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("slow is %s, want running", nodeState(st, "slow"))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		close(v.unblock)
+		st := v.wait(id)
+		if st.State != RunCompleted || nodeState(st, "slow") != NodeCompleted {
+			t.Fatalf("%s, slow %s", st.State, nodeState(st, "slow"))
+		}
+		evs, err := v.e.Events(v.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := map[string]int{}
+		for _, ev := range evs {
+			if ev.Type == "node.started" {
+				started[ev.Fields["x"]]++
+			}
+		}
+		if started["slow"] != 1 || started["quick"] != 0 {
+			t.Errorf("node.started events: %v, want one for slow only", started)
+		}
+	})
+}

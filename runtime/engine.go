@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,12 +140,20 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	routeRedisLogs(opts.Logger)
 	url := opts.RedisURL
 	if url == "" {
+		// The embedded server listens on a loopback port; a random password
+		// keeps the other processes of the machine out (they could submit
+		// runs to this process's workers, exec ones included).
 		m := miniredis.NewMiniRedis()
+		pw, err := randomPassword()
+		if err != nil {
+			return nil, fmt.Errorf("runtime: starting the embedded Redis: %w", err)
+		}
+		m.RequireAuth(pw)
 		if err := m.Start(); err != nil {
 			return nil, fmt.Errorf("runtime: starting the embedded Redis: %w", err)
 		}
 		e.mini = m
-		url = "redis://" + m.Addr()
+		url = "redis://:" + pw + "@" + m.Addr()
 	}
 	// The blocking pool holds the readers (one per shard and worker) and
 	// Wait calls.
@@ -642,4 +652,13 @@ func (s *Status) ResultInto(v any) error {
 		return fmt.Errorf("run %s has no result (state %s)", s.RunID, s.State)
 	}
 	return json.Unmarshal(s.Result, v)
+}
+
+// randomPassword is the embedded server's password: 32 random bytes, hex.
+func randomPassword() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }

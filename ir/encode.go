@@ -15,12 +15,15 @@ import (
 // Limits. Decode, DecodeYAML and Validate enforce them so that a hostile or
 // broken document costs bounded time and memory.
 const (
-	MaxSize       = 10 << 20 // bytes of a JSON or YAML document
-	MaxDepth      = 256      // nesting of JSON arrays and objects (YAML collections)
-	MaxNodes      = 10_000   // nodes in a workflow
-	MaxOutEdges   = 1_000    // forward out-edges of one node
-	MaxTypeDepth  = 64       // nesting of a Type
-	MaxValueDepth = 64       // nesting of a const or default value
+	MaxSize       = 10 << 20  // bytes of a JSON or YAML document
+	MaxDepth      = 256       // nesting of JSON arrays and objects (YAML collections)
+	MaxNodes      = 10_000    // nodes in a workflow
+	MaxOutEdges   = 1_000     // forward out-edges of one node
+	MaxTypeDepth  = 64        // nesting of a Type
+	MaxValueDepth = 64        // nesting of a const or default value
+	MaxAttempts   = 1000      // retry attempts (the compiler's limit)
+	MaxLoop       = 1_000_000 // loop iterations (max)
+	MaxExprSize   = 10_000    // code points of one CEL expression
 )
 
 var workflowType = reflect.TypeFor[Workflow]()

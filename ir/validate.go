@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A Problem is one reason an IR document is invalid.
@@ -147,8 +148,8 @@ func (v *validator) inputs() {
 
 func (v *validator) retry(p *path, r *Retry) {
 	if r != nil {
-		if r.Attempts < 1 {
-			v.addf(p.at("/retry/attempts"), "must be at least 1")
+		if r.Attempts < 1 || r.Attempts > MaxAttempts {
+			v.addf(p.at("/retry/attempts"), "must be 1 to %d", MaxAttempts)
 		}
 		if r.Backoff != BackoffFixed && r.Backoff != BackoffLinear && r.Backoff != BackoffExponential {
 			v.addf(p.at("/retry/backoff"), "invalid backoff %q (want fixed, linear or exponential)", r.Backoff)
@@ -394,8 +395,8 @@ func (v *validator) node(i int, seen map[string]bool) {
 	}
 	if l := n.Loop; l != nil {
 		v.expr(p.at("/loop/while"), &l.While)
-		if l.Max < 1 {
-			v.addf(p.at("/loop/max"), "must be at least 1")
+		if l.Max < 1 || l.Max > MaxLoop {
+			v.addf(p.at("/loop/max"), "must be 1 to %d", MaxLoop)
 		}
 		if l.BackTo == "" {
 			v.addf(p.at("/loop/back_to"), "missing back_to")
@@ -556,6 +557,8 @@ func (v *validator) json(path *path, raw json.RawMessage) {
 func (v *validator) expr(path *path, e *Expr) {
 	if strings.TrimSpace(e.CEL) == "" {
 		v.addf(path.at("/cel"), "empty expression")
+	} else if n := utf8.RuneCountInString(e.CEL); n > MaxExprSize {
+		v.addf(path.at("/cel"), "expression of %d code points, over the limit of %d", n, MaxExprSize)
 	}
 	if e.Type != nil {
 		v.typ(path.at("/type"), e.Type, 1)

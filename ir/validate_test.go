@@ -118,7 +118,12 @@ func TestValidateProblems(t *testing.T) {
 		{"empty when", lead, func(w *Workflow) { w.Nodes[5].When = &Expr{} }, "/nodes/5/when/cel", "empty expression"},
 		{"bad for_each var", lead, func(w *Workflow) { w.Nodes[5].ForEach = &ForEach{Var: "a b", Items: cel("input.xs")} }, "/nodes/5/for_each/var", `invalid variable name "a b"`},
 		{"negative parallel", lead, func(w *Workflow) { w.Nodes[5].ForEach = &ForEach{Var: "x", Items: cel("input.xs"), Parallel: -1} }, "/nodes/5/for_each/parallel", "negative"},
-		{"zero attempts", lead, func(w *Workflow) { w.Nodes[0].Retry.Attempts = 0 }, "/nodes/0/retry/attempts", "at least 1"},
+		{"zero attempts", lead, func(w *Workflow) { w.Nodes[0].Retry.Attempts = 0 }, "/nodes/0/retry/attempts", "1 to 1000"},
+		// A hand-edited IR must not retry without end (issue #14 item 6).
+		{"attempts past the limit", lead, func(w *Workflow) { w.Nodes[0].Retry.Attempts = 2147483647 }, "/nodes/0/retry/attempts", "1 to 1000"},
+		{"huge expression", lead, func(w *Workflow) { w.Outputs[0].Expr.CEL = strings.Repeat("1+", 6000) + "1" }, "/outputs/0/expr/cel", "over the limit of 10000"},
+		{"retry on and except", lead, func(w *Workflow) { w.Nodes[0].Retry.On, w.Nodes[0].Retry.Except = []string{"a"}, []string{"b"} }, "/nodes/0/retry/except", "not both"},
+		{"bad error code", lead, func(w *Workflow) { w.Nodes[0].Retry.On = []string{"a b"} }, "/nodes/0/retry/on/0", "invalid error code"},
 		{"bad backoff", lead, func(w *Workflow) { w.Nodes[0].Retry.Backoff = "random" }, "/nodes/0/retry/backoff", `invalid backoff "random"`},
 		{"negative delay", lead, func(w *Workflow) { w.Nodes[0].Retry.DelayMS = -5 }, "/nodes/0/retry/delay_ms", "negative"},
 		{"negative max delay", lead, func(w *Workflow) { w.Nodes[0].Retry.MaxDelayMS = -5 }, "/nodes/0/retry/max_delay_ms", "negative"},
@@ -163,7 +168,8 @@ func TestValidateProblems(t *testing.T) {
 		{"unknown default", lead, func(w *Workflow) { nodeOf(w, "score").Branch.Default[0] = "gone" }, "/nodes/1/branch/default/0", `unknown node "gone"`},
 
 		// Loops.
-		{"zero loop max", loop, func(w *Workflow) { nodeOf(w, "check").Loop.Max = 0 }, "/nodes/2/loop/max", "at least 1"},
+		{"zero loop max", loop, func(w *Workflow) { nodeOf(w, "check").Loop.Max = 0 }, "/nodes/2/loop/max", "1 to 1000000"},
+		{"loop max past the limit", loop, func(w *Workflow) { nodeOf(w, "check").Loop.Max = 1 << 40 }, "/nodes/2/loop/max", "1 to 1000000"},
 		{"empty while", loop, func(w *Workflow) { nodeOf(w, "check").Loop.While.CEL = "" }, "/nodes/2/loop/while/cel", "empty expression"},
 		{"missing back_to", loop, func(w *Workflow) { nodeOf(w, "check").Loop.BackTo = "" }, "/nodes/2/loop/back_to", "missing back_to"},
 		{"unknown back_to", loop, func(w *Workflow) { nodeOf(w, "check").Loop.BackTo = "nope" }, "/nodes/2/loop/back_to", `unknown node "nope"`},

@@ -111,7 +111,11 @@ func TestBatcherLanes(t *testing.T) {
 			// The hook holds the first call in flight until a second one
 			// is sent too, or 300 ms passed, and records how many were
 			// in flight at once.
-			rdb := redis.NewClient(&redis.Options{Addr: e.RedisAddr()})
+			ro, err := redis.ParseURL(engineURL(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdb := redis.NewClient(ro)
 			sc := redis.NewScript(`return redis.call('INCR', KEYS[1])`)
 			if err := sc.Load(ctx, rdb).Err(); err != nil {
 				t.Fatal(err)

@@ -77,6 +77,7 @@ type Engine struct {
 	opts Options
 	st   *store
 	mini *miniredis.Miniredis
+	url  string // the embedded server's URL, with its password (tests connect with it)
 	log  *slog.Logger
 	addr string
 
@@ -154,6 +155,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 		e.mini = m
 		url = "redis://:" + pw + "@" + m.Addr()
+		e.url = url
 	}
 	// The blocking pool holds the readers (one per shard and worker) and
 	// Wait calls.

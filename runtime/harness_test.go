@@ -103,14 +103,32 @@ func serverAddr(t testing.TB, b backend) string {
 
 // behindProxy starts a proxy to the Redis at addr, closed when the test
 // ends, and returns it with a backend (named name) that goes through it.
+// addr is host:port or a redis:// URL (whose password the backend keeps).
 func behindProxy(t testing.TB, name, addr string) (*redistest.Proxy, backend) {
 	t.Helper()
+	pw := ""
+	if strings.HasPrefix(addr, "redis://") {
+		o, err := redis.ParseURL(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, pw = o.Addr, o.Password
+	}
 	p, err := redistest.NewProxy(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	return p, backend{name, func(testing.TB) string { return "redis://" + p.Addr() }}
+	return p, backend{name, func(testing.TB) string { return "redis://:" + pw + "@" + p.Addr() }}
+}
+
+// engineURL is a URL other clients of the test reach e's server with: the
+// embedded one's carries its password.
+func engineURL(e *Engine) string {
+	if e.url != "" {
+		return e.url
+	}
+	return "redis://" + e.RedisAddr()
 }
 
 func testLogger(t testing.TB) *slog.Logger {

@@ -278,7 +278,7 @@ func TestWorkerCrashSIGKILL(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
 		marker := filepath.Join(t.TempDir(), "started")
-		cmd := exec.Command(bin, "-redis", "redis://"+v.e.RedisAddr(), "-prefix", v.e.opts.Prefix, "-marker", marker)
+		cmd := exec.Command(bin, "-redis", engineURL(v.e), "-prefix", v.e.opts.Prefix, "-marker", marker)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -370,7 +370,7 @@ func TestZombieWorker(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
 		// The zombie reaches v's server through p.
-		p, pb := behindProxy(t, b.name+"-proxy", v.e.RedisAddr())
+		p, pb := behindProxy(t, b.name+"-proxy", engineURL(v.e))
 		// The handler's n-th call waits for hold[n-1]: the zombie's run of
 		// a, the rescuer's run of a, then b.
 		hold := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}

@@ -211,6 +211,11 @@ func (e *Engine) Embedded() bool { return e.mini != nil }
 // For a cluster it is "cluster " and the seed nodes.
 func (e *Engine) RedisAddr() string { return e.addr }
 
+// EmbeddedURL is the URL of the embedded server, password included, for
+// other clients in the same process ("" when the engine uses a Redis URL).
+// It is a secret: never print or log it.
+func (e *Engine) EmbeddedURL() string { return e.url }
+
 // Close stops the workers started with StartWorkers, closes the
 // connections and stops the embedded server.
 func (e *Engine) Close() error {

@@ -125,8 +125,8 @@ func behindProxy(t testing.TB, name, addr string) (*redistest.Proxy, backend) {
 // engineURL is a URL other clients of the test reach e's server with: the
 // embedded one's carries its password.
 func engineURL(e *Engine) string {
-	if e.url != "" {
-		return e.url
+	if u := e.EmbeddedURL(); u != "" {
+		return u
 	}
 	return "redis://" + e.RedisAddr()
 }

@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
 )
 
 // TestLimitEmbeddedRedisRequiresAuth: the embedded server of wfc run
@@ -41,4 +44,38 @@ func TestLimitEmbeddedRedisRequiresAuth(t *testing.T) {
 	if _, err := e.Status(ctx, "nope"); err == nil || !strings.Contains(err.Error(), "unknown") && !strings.Contains(err.Error(), "not") {
 		t.Errorf("status of an unknown run: %v", err)
 	}
+}
+
+// TestLimitWideFanOutAndEntries: a node with 3,000 successors and a run
+// with 3,000 entry nodes run (issue #14 item 1: the scripts unpacked
+// every write into one call, over Lua's limit of about 8,000 values, and
+// the run then hung until its messages were declared poison).
+func TestLimitWideFanOutAndEntries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3,000-node runs")
+	}
+	const n = 3000
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.Concurrency = 32 })
+		fan := []*nodeSpec{task("root", "noop")}
+		entries := []*nodeSpec{}
+		for i := range n {
+			fan = append(fan, task(fmt.Sprintf("leaf%d", i), "noop", after("root")))
+			entries = append(entries, task(fmt.Sprintf("entry%d", i), "noop"))
+		}
+		for name, nodes := range map[string][]*nodeSpec{"fan-out": fan, "entries": entries} {
+			w := build(t, wfSpec{name: "wide", set: ir.Settings{MaxFanout: 5000}, nodes: nodes})
+			st := v.run(w, nil)
+			done := 0
+			for _, ns := range st.Nodes {
+				if ns.State == NodeCompleted {
+					done++
+				}
+			}
+			if st.State != RunCompleted || done != len(nodes) {
+				t.Errorf("%s: %s with %d of %d nodes completed (%s)", name, st.State, done, len(nodes), st.Error)
+			}
+		}
+	})
 }

@@ -224,7 +224,7 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	}
 	url := opts.RedisURL
 	if url == "" {
-		url = "redis://" + s.sub.RedisAddr()
+		url = s.sub.EmbeddedURL()
 	}
 	s.wk, err = wfrt.Open(ctx, wfrt.Options{RedisURL: url, Prefix: s.prefix, Logger: opts.Logger})
 	if err != nil {

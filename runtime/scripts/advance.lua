@@ -68,7 +68,7 @@ for i = 1, n do
     nf = nf + 4
   end
 end
-local r = call(unpack(f, 1, nf))
+local r = bigcall(f, nf)
 if not r[1] then return 'slow' end
 -- The token's generation is checked against the run's (equal strings are
 -- the common case, and need no conversion).
@@ -177,7 +177,7 @@ end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
 -- in its field next, with their hop (complete.lua folds them the same way).
-call(unpack(sets, 1, ns))
+bigcall(sets, ns)
 stepevent({'XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, nil, nil, nil, nil},
   11, dc, nexts, dc + 1)
 for i = 1, 2 * dc + 1, 2 do

@@ -60,7 +60,7 @@ for i = 1, n do
   ns = ns + 4
   nexts[i] = id .. ':1'
 end
-call(unpack(sets, 1, ns))
+bigcall(sets, ns)
 for i = 1, n do
   call('XADD', toks[i], '*', 't', tokenjson('exec', run, A[11 + 2 * i], '', '1', '1', '-1', '0', A[4], A[10]))
 end

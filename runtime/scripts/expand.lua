@@ -34,13 +34,16 @@ local k = #todo
 if A.parallel > 0 and A.parallel < k then k = A.parallel end
 redis.call('HSET', STATE, x, 'running')
 redis.call('HSET', ITEMS, x .. '|n', n, x .. '|next', k, x .. '|done', kept, x .. '|kept', kept,
-  x .. '|hop', tostring(A.hop), x .. '|todo', table.concat(todo, ','))
+  x .. '|hop', tostring(A.hop), x .. '|nt', #todo)
 for i = 1, n do
   if #todo == n or redis.call('HGET', ITEMS, x .. '|s|' .. (i - 1)) ~= 'done' then
     redis.call('HSET', ITEMS, x .. '|i|' .. (i - 1), A.items[i])
   end
 end
-for _, i in ipairs(todo) do redis.call('HSET', ITEMS, x .. '|s|' .. i, 'waiting') end
+-- The items to run in order, one field each (x|t|<position>), so that
+-- itemdone finds the next one in O(1) (a list in one field made a
+-- for_each quadratic: 20,000 items took minutes).
+for p, i in ipairs(todo) do redis.call('HSET', ITEMS, x .. '|s|' .. i, 'waiting', x .. '|t|' .. p, i) end
 event('node.expanded', -1, 'x', x, 'n', n, 'kept', kept)
 for p = 1, k do
   local i = todo[p]

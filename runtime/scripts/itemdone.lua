@@ -16,7 +16,7 @@ if A.gen < GEN then ack(); return 'stale' end
 local op = 'i:' .. x .. ':' .. tostring(A.item) .. ':' .. tostring(GEN)
 if redis.call('SISMEMBER', APPLIED, op) == 1 then ack(); return 'dup' end
 if redis.call('HGET', STATE, x) ~= 'running' then ack(); return 'dup' end
-local it = redis.call('HMGET', ITEMS, x .. '|n', x .. '|next', x .. '|s|' .. A.item, x .. '|hop', x .. '|todo')
+local it = redis.call('HMGET', ITEMS, x .. '|n', x .. '|next', x .. '|s|' .. A.item, x .. '|hop', x .. '|nt')
 if not it[1] or (it[3] ~= 'queued' and it[3] ~= 'retrying') then ack(); return 'dup' end
 
 local n, nxt, hop = tonumber(it[1]), tonumber(it[2]), tonumber(it[4])
@@ -27,8 +27,7 @@ if A.failed then
 end
 
 addop(op)
-local todo = {}
-for i in string.gmatch(it[5] or '', '[^,]+') do todo[#todo + 1] = i end
+local nt = tonumber(it[5] or '0')
 if A.failed then
   redis.call('HSET', ITEMS, x .. '|o|' .. A.item, A.output, x .. '|s|' .. A.item, 'failed')
   redis.call('HINCRBY', ITEMS, x .. '|failed', 1)
@@ -38,8 +37,8 @@ else
   event('item.completed', -1, 'x', x, 'i', A.item, 'output', A.output)
 end
 local done = redis.call('HINCRBY', ITEMS, x .. '|done', 1)
-if nxt < #todo then
-  local i = todo[nxt + 1]
+if nxt < nt then
+  local i = redis.call('HGET', ITEMS, x .. '|t|' .. (nxt + 1))
   redis.call('HSET', ITEMS, x .. '|next', nxt + 1, x .. '|s|' .. i, 'queued')
   redis.call('XADD', qstream(g.q), '*', 't', token('item', A.node, A.iter, hop, 1, i))
   event('item.queued', 1, 'x', x, 'i', i)

@@ -26,6 +26,33 @@ local GROUP = 'wfc'
 -- (globals, then redis) that each use of redis.call costs.
 local call = redis.call
 
+-- bigcall runs t[1] (a command) on key t[2] with the arguments t[3..n],
+-- in chunks when they are many: Lua's unpack takes about 8,000 values, and
+-- a node with thousands of successors (or a run with thousands of entry
+-- nodes) writes more. CHUNK is even, so HSET's field-value pairs stay
+-- together; HMGET's replies are concatenated in order.
+local CHUNK = 2000
+local function bigcall(t, n)
+  if n <= CHUNK + 2 then return call(unpack(t, 1, n)) end
+  local out, k = {}, 0
+  for i = 3, n, CHUNK do
+    local r = call(t[1], t[2], unpack(t, i, math.min(i + CHUNK - 1, n)))
+    if type(r) == 'table' then
+      for x = 1, #r do k = k + 1; out[k] = r[x] end
+    end
+  end
+  return out
+end
+
+-- joinlist joins t[1..n] with commas, in pieces: the embedded server's Lua
+-- overflows its registry concatenating thousands of strings at once.
+local function joinlist(t, n)
+  if n <= 500 then return table.concat(t, ',', 1, n) end
+  local parts = {}
+  for i = 1, n, 500 do parts[#parts + 1] = table.concat(t, ',', i, math.min(i + 499, n)) end
+  return table.concat(parts, ',')
+end
+
 -- itos: an integer as a string. Redis's Lua turns a number into a string
 -- with sprintf, about 0.3 µs each (as much as a small redis.call); the
 -- counts and deltas of a step are almost always one of these.
@@ -74,7 +101,7 @@ local function stepevent(ev, k, dc, next, nn)
     k = k + 2
   elseif nn > 1 then
     ev[k + 1] = 'next'
-    ev[k + 2] = table.concat(next, ',', 1, nn)
+    ev[k + 2] = joinlist(next, nn)
     k = k + 2
   end
   call(unpack(ev, 1, k))

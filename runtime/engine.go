@@ -116,8 +116,16 @@ type bgWorker struct {
 // scripts, and returns an engine. It retries with backoff for
 // ConnectTimeout and then reports the server it could not reach.
 func Open(ctx context.Context, opts Options) (*Engine, error) {
-	if opts.Shards <= 0 {
+	if opts.Shards < 0 {
+		return nil, fmt.Errorf("runtime: %d shards: want 1 or more", opts.Shards)
+	}
+	if opts.Shards == 0 {
 		opts.Shards = 1
+	}
+	for h, q := range opts.Queues {
+		if !ValidQueue(q) {
+			return nil, fmt.Errorf("runtime: handler %s: queue %q: a queue name is 1 to 64 letters, digits and . _ - :", h, q)
+		}
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
@@ -659,6 +667,20 @@ func (s *Status) ResultInto(v any) error {
 		return fmt.Errorf("run %s has no result (state %s)", s.RunID, s.State)
 	}
 	return json.Unmarshal(s.Result, v)
+}
+
+// ValidQueue reports whether q can name a queue: 1 to 64 letters, digits
+// and . _ - : (a run keeps its queues comma-separated, and keys embed them).
+func ValidQueue(q string) bool {
+	if q == "" || len(q) > 64 {
+		return false
+	}
+	for _, r := range q {
+		if !(r == '.' || r == '_' || r == '-' || r == ':' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // randomPassword is the embedded server's password: 32 random bytes, hex.

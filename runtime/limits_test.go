@@ -79,3 +79,26 @@ func TestLimitWideFanOutAndEntries(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitBadQueueAndShards: a queue name with a comma (a run keeps its
+// queues comma-separated: such a run hung) and a negative shard count are
+// refused when the engine opens (issue #14 item 15).
+func TestLimitBadQueueAndShards(t *testing.T) {
+	ctx := context.Background()
+	for _, o := range []Options{
+		{Queues: map[string]string{"http": "a,b"}},
+		{Queues: map[string]string{"http": "has space"}},
+		{Queues: map[string]string{"http": strings.Repeat("q", 65)}},
+		{Shards: -1},
+	} {
+		if e, err := Open(ctx, o); err == nil {
+			e.Close()
+			t.Errorf("Open(%+v) accepted it", o)
+		}
+	}
+	e, err := Open(ctx, Options{Queues: map[string]string{"http": "io.http-1:eu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,9 +117,15 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 	if len(c.Body) > 0 && string(c.Body) != "null" {
 		body = bytes.NewReader(c.Body)
 	}
+	// Messages show the URL without its password, once.
+	shown := redactURL(c.URL)
 	hr, err := http.NewRequestWithContext(ctx, strings.ToUpper(c.Method), c.URL, body)
 	if err != nil {
-		return nil, 0, Permanentf("http: %v", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, 0, Permanentf("http: bad request for %s: %v", shown, err)
 	}
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
@@ -136,7 +143,11 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 		if errors.Is(err, context.DeadlineExceeded) {
 			code = CodeTimeout
 		}
-		return nil, 0, Errorf(code, true, "http: %s %s: %w", hr.Method, c.URL, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // (it repeats the method and URL)
+		}
+		return nil, 0, Errorf(code, true, "http: %s %s: %w", hr.Method, shown, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
@@ -149,7 +160,7 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 	if resp.StatusCode >= 400 && !slices.Contains(c.Accept, resp.StatusCode) {
 		st := resp.StatusCode
 		retry := st >= 500 || st == http.StatusRequestTimeout || st == http.StatusTooEarly || st == http.StatusTooManyRequests
-		msg := fmt.Sprintf("http: %s %s: %s", hr.Method, c.URL, resp.Status)
+		msg := fmt.Sprintf("http: %s %s: %s", hr.Method, shown, resp.Status)
 		if b := strings.TrimSpace(string(data)); b != "" && st < 500 {
 			msg += ": " + clipText(b, 300)
 		}
@@ -177,6 +188,16 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 		return nil, 0, errors.New("http: encoding output: " + err.Error())
 	}
 	return b, 0, nil
+}
+
+// redactURL is raw with the password of its user info replaced by xxxxx
+// (and, when it does not parse, a placeholder: it may hold anything).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // clipText shortens s to at most n bytes (on a rune boundary), marking the cut.

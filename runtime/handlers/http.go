@@ -29,7 +29,7 @@ type httpHandler struct {
 func newHTTP(opts Options) *httpHandler {
 	h := &httpHandler{client: opts.HTTPClient, tries: opts.HTTPTries, maxWait: 30 * time.Second}
 	if h.client == nil {
-		h.client = &http.Client{}
+		h.client = &http.Client{CheckRedirect: checkRedirect}
 	}
 	if h.tries <= 0 {
 		h.tries = 3
@@ -188,6 +188,30 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 		return nil, 0, errors.New("http: encoding output: " + err.Error())
 	}
 	return b, 0, nil
+}
+
+// safeHeaders are the request headers a redirect to another host keeps.
+var safeHeaders = map[string]bool{"Accept": true, "Accept-Language": true, "Content-Language": true,
+	"Content-Type": true, "User-Agent": true, "Idempotency-Key": true}
+
+// checkRedirect follows at most 10 redirects; one to another host (or
+// scheme, or port) drops every header but the safe ones, so that a
+// credential the workflow sends (X-Api-Key, a token) does not reach a
+// host it was not written for. (Go itself drops Authorization and
+// cookies only.)
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		for k := range req.Header {
+			if !safeHeaders[http.CanonicalHeaderKey(k)] {
+				req.Header.Del(k)
+			}
+		}
+	}
+	return nil
 }
 
 // redactURL is raw with the password of its user info replaced by xxxxx

@@ -33,3 +33,44 @@ func TestLimitHTTPErrorsHideTheURLPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitHTTPRedirectDropsHeaders: a redirect to another host gets no
+// custom header (issue #14 item 8: X-Api-Key followed a redirect across
+// hosts); one on the same host keeps them.
+func TestLimitHTTPRedirectDropsHeaders(t *testing.T) {
+	var got http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Write([]byte(`{}`))
+	}))
+	defer other.Close()
+	// 127.0.0.1 and localhost are different hosts to the client.
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	var same http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, otherURL+"/landed", http.StatusFound)
+		case "/here":
+			http.Redirect(w, r, "/landed", http.StatusFound)
+		default:
+			same = r.Header.Clone()
+			w.Write([]byte(`{}`))
+		}
+	}))
+	defer srv.Close()
+	r := NewRegistry(Options{})
+	cfg := `,"headers":{"X-Api-Key":"k","Accept-Language":"fr"}}`
+	if _, err := run(t, r, "http", `{"url":"`+srv.URL+`/away"`+cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Get("X-Api-Key") != "" || got.Get("Accept-Language") != "fr" {
+		t.Errorf("across hosts: X-Api-Key %q, Accept-Language %q", got.Get("X-Api-Key"), got.Get("Accept-Language"))
+	}
+	if _, err := run(t, r, "http", `{"url":"`+srv.URL+`/here"`+cfg); err != nil {
+		t.Fatal(err)
+	}
+	if same.Get("X-Api-Key") != "k" {
+		t.Errorf("same host: X-Api-Key %q, want k", same.Get("X-Api-Key"))
+	}
+}

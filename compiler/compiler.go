@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"os"
 	"path/filepath"
 
 	"github.com/wfc-lang/wfc/ir"
@@ -19,8 +18,10 @@ type Config struct {
 	// NoOptimize turns off constant folding, dead-node removal and
 	// transitive reduction.
 	NoOptimize bool
-	// ReadFile reads imports and child flows; nil means os.ReadFile.
-	// Paths are resolved relative to the importing file.
+	// ReadFile reads imports and child flows; nil means ReadFile, which
+	// refuses anything but a regular file of at most lang.MaxFileSize
+	// bytes. Paths are resolved relative to the importing file. A
+	// replacement should be as careful: the paths come from the source.
 	ReadFile func(path string) ([]byte, error)
 	// StopAfter ends compilation after the named pass (see Passes); the
 	// Result then holds whatever that pass produced. Used by --dump-after.
@@ -111,7 +112,7 @@ func Compile(name string, src []byte, cfg Config) *Result {
 // CompileFile compiles a parsed-to-be source file.
 func CompileFile(f *source.File, cfg Config) *Result {
 	if cfg.ReadFile == nil {
-		cfg.ReadFile = os.ReadFile
+		cfg.ReadFile = ReadFile
 	}
 	if cfg.MaxNodes == 0 {
 		cfg.MaxNodes = DefaultMaxNodes

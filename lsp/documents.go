@@ -2,7 +2,6 @@ package lsp
 
 import (
 	"fmt"
-	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -95,7 +94,10 @@ func (s *server) readFile(path string) ([]byte, error) {
 	if s.opts.ReadFile != nil {
 		return s.opts.ReadFile(path)
 	}
-	return os.ReadFile(path)
+	// The compiler's own reader: a named pipe or a device (an import of
+	// /dev/zero) is refused, not read until the server hangs or runs out
+	// of memory, and so is a file over the size limit.
+	return compiler.ReadFile(path)
 }
 
 func (s *server) compilerConfig() compiler.Config {

@@ -32,7 +32,8 @@ type Options struct {
 	// zero means DefaultDebounce, a negative value no delay.
 	Debounce time.Duration
 	// ReadFile reads imported files and child flows that are not open in
-	// the editor; nil means os.ReadFile.
+	// the editor; nil means compiler.ReadFile, which refuses anything but
+	// a regular file within the size limit of a source file.
 	ReadFile func(path string) ([]byte, error)
 	// ClientProcessID, when positive, is the editor's process: the server
 	// exits when it is gone (as with the processId of initialize).

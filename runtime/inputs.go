@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,7 +30,10 @@ func (e *InputError) Error() string {
 // missing required inputs and values of the wrong type are errors; nothing
 // is written anywhere. Values may be what encoding/json decodes (float64
 // numbers, json.Number, map[string]any, []any) or Go ints, strings, bools,
-// slices and maps of them.
+// slices and maps of them. An int must be written as an integer (no
+// fraction or exponent) that fits in 64 bits, a number must be finite as a
+// 64-bit float (DecodeInputs keeps numbers as written, so that an int
+// keeps all its digits).
 func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, error) {
 	var probs []string
 	declared := map[string]*ir.Input{}
@@ -79,6 +84,10 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 			probs = append(probs, err.Error())
 			continue
 		}
+		if err := checkInputNumbers(dv, &in.Type, "input "+in.Name); err != nil {
+			probs = append(probs, err.Error())
+			continue
+		}
 		out[in.Name] = data
 	}
 	if len(probs) > 0 {
@@ -91,13 +100,31 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 	return data, nil
 }
 
+// DecodeInputs reads a run's inputs written as one JSON object (`wfc run
+// --input-file`), for ValidateInputs. Numbers are kept as written
+// (json.Number), so that an int keeps all its digits; nothing but white
+// space may follow the object.
+func DecodeInputs(data []byte) (map[string]any, error) {
+	v, err := decodeWhole(data)
+	if err != nil {
+		return nil, err
+	}
+	in, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s, want an object", jsonKind(v))
+	}
+	return in, nil
+}
+
 // ParseInput converts the text of a command-line input (`--input
 // name=text`) to a value for ValidateInputs: strings are taken as they
 // are; a duration is a Go duration literal (`100ms`, `1h30m`, `2s`),
 // checked here and kept as that string, which is how a run's inputs hold a
-// duration; other types are read as JSON (`4`, `true`, `["a","b"]`); for
-// an input of type any, text that is not JSON is a string. Unknown names
-// are errors.
+// duration; for other types the whole text must be one JSON value (`4`,
+// `true`, `["a","b"]`) of the input's type, checked as ValidateInputs
+// checks a JSON input (DecodeInputs), so that --input and --input-file
+// accept the same values; for an input of type any, text that is not JSON
+// is a string. Unknown names are errors.
 func ParseInput(w *ir.Workflow, name, text string) (any, error) {
 	for i := range w.Inputs {
 		in := &w.Inputs[i]
@@ -113,16 +140,100 @@ func ParseInput(w *ir.Workflow, name, text string) (any, error) {
 			}
 			return text, nil
 		}
-		v, err := decodeJSON([]byte(text))
+		v, err := decodeWhole([]byte(text))
 		if err != nil {
 			if in.Type.Kind == ir.KindAny {
 				return text, nil
 			}
-			return nil, fmt.Errorf("input %s (%s): %q is not a JSON value", name, in.Type.String(), text)
+			return nil, fmt.Errorf("input %s (%s): %q is not a JSON value (%v)", name, in.Type.String(), text, err)
+		}
+		if v == nil && !in.Required {
+			return nil, nil // null for an optional input: absent, as in JSON inputs
+		}
+		if err := checkType(v, &in.Type, "input "+name); err != nil {
+			return nil, err
+		}
+		if err := checkInputNumbers(v, &in.Type, "input "+name); err != nil {
+			return nil, err
 		}
 		return v, nil
 	}
 	return nil, fmt.Errorf("unknown input %q", name)
+}
+
+// decodeWhole decodes data that must be exactly one JSON value (white
+// space around it aside), numbers as json.Number.
+func decodeWhole(data []byte) (any, error) {
+	if !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v) // for its description of the syntax error
+		if err == nil {
+			err = errors.New("not a JSON value")
+		}
+		return nil, err
+	}
+	return decodeJSON(data)
+}
+
+// checkInputNumbers checks the numbers of an input value that checkType
+// accepted against what an input may hold: an int is an integer literal
+// (no fraction, no exponent) that fits in 64 bits, a number is finite as
+// a 64-bit float.
+func checkInputNumbers(v any, t *ir.Type, path string) error {
+	if t == nil {
+		return nil
+	}
+	switch t.Kind {
+	case ir.KindInt:
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil
+		}
+		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
+			if errors.Is(err, strconv.ErrRange) {
+				return fmt.Errorf("%s: %s is out of range for int (%d to %d)", path, n, math.MinInt64, math.MaxInt64)
+			}
+			return fmt.Errorf("%s: %s is not an int (write a whole number without fraction or exponent)", path, n)
+		}
+	case ir.KindNumber:
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil
+		}
+		if _, err := strconv.ParseFloat(n.String(), 64); err != nil {
+			return fmt.Errorf("%s: %s is out of range for number (a 64-bit float)", path, n)
+		}
+	case ir.KindList:
+		l, _ := v.([]any)
+		for i, e := range l {
+			if err := checkInputNumbers(e, t.Elem, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	case ir.KindMap:
+		m, _ := v.(map[string]any)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := checkInputNumbers(m[k], t.Elem, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case ir.KindObject:
+		m, _ := v.(map[string]any)
+		for i := range t.Fields {
+			f := &t.Fields[i]
+			if e, ok := m[f.Name]; ok {
+				if err := checkInputNumbers(e, &f.Type, path+"."+f.Name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // badDuration is the error for an input of type duration whose value is

@@ -69,7 +69,7 @@ func runBuild(ctx context.Context, env *Env, args []string) int {
 	}
 
 	var rep report
-	name, src, err := readSource(env, args[0])
+	name, src, err := readSource(ctx, env, args[0])
 	if err != nil {
 		if *jsonOut {
 			rep.addReadError(name, err)

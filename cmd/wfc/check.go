@@ -58,7 +58,7 @@ func runCheck(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintln(env.Stderr, "wfc check: interrupted")
 			return exitFailed
 		}
-		name, src, err := readSource(env, arg)
+		name, src, err := readSource(ctx, env, arg)
 		if err != nil {
 			rep.addReadError(name, err)
 			if !*jsonOut {

@@ -51,7 +51,7 @@ func runFmt(ctx context.Context, env *Env, args []string) int {
 	}
 	exit := exitOK
 	for _, path := range files {
-		name, src, err := readSource(env, path)
+		name, src, err := readSource(ctx, env, path)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "wfc: %v\n", err)
 			exit = max(exit, exitFailed)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,51 +9,101 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/wfc-lang/wfc/compiler"
+	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/lang"
 )
 
 // stdinName is how diagnostics name standard input.
 const stdinName = "<stdin>"
 
-// maxRead bounds what wfc reads of one input, so that `wfc check /dev/zero`
-// ends. It is well above lang.MaxFileSize so that the compiler, not the
-// reader, reports an oversized file (WF0006) with its real size.
-const maxRead = 4 * lang.MaxFileSize
+// Limits of what wfc reads (docs/language.md §9). Files must be regular
+// files: a named pipe, a device or a directory is refused before it is
+// read (compiler.ReadFileLimit), so `wfc check /dev/zero` ends at once.
+const (
+	// maxRead bounds a .wf file or standard input. It is well above
+	// lang.MaxFileSize so that the compiler, not the reader, reports an
+	// oversized file (WF0006) with its real size.
+	maxRead = 4 * lang.MaxFileSize
+	// maxIRFile bounds a compiled workflow (.json, .yaml, .yml): the
+	// largest document the IR decoder accepts.
+	maxIRFile = ir.MaxSize
+	// maxInputFile bounds --input-file, a JSON object of run inputs; as
+	// large as an IR document.
+	maxInputFile = 10 << 20
+)
 
 // readSource reads the source named by arg: a path, or "-" for standard
 // input. It returns the name diagnostics should use.
-func readSource(env *Env, arg string) (name string, src []byte, err error) {
+func readSource(ctx context.Context, env *Env, arg string) (name string, src []byte, err error) {
+	return readFile(ctx, env, arg, maxRead)
+}
+
+// readFile is readSource with a limit other than maxRead.
+func readFile(ctx context.Context, env *Env, arg string, limit int64) (name string, src []byte, err error) {
 	if arg == "-" {
-		src, err = readLimited(env.Stdin)
+		src, err = readStdin(ctx, env.Stdin, limit)
 		if err != nil {
 			return stdinName, nil, &readError{name: "standard input", err: err}
 		}
 		return stdinName, src, nil
 	}
-	f, err := os.Open(arg)
+	src, err = compiler.ReadFileLimit(ctx, arg, limit)
 	if err != nil {
-		return arg, nil, &readError{name: arg, err: err}
-	}
-	defer f.Close()
-	src, err = readLimited(f)
-	if err != nil {
-		return arg, nil, &readError{name: arg, err: err}
+		return arg, nil, &readError{name: arg, err: tooLarge(err, limit)}
 	}
 	return arg, src, nil
 }
 
+// readInputFile reads the file of --input-file. (A regular file of at
+// most maxInputFile bytes: there is nothing to wait for that a context
+// could cut short.)
+func readInputFile(path string) ([]byte, error) {
+	b, err := compiler.ReadFileLimit(context.Background(), path, maxInputFile)
+	if err != nil {
+		return nil, &readError{name: path, err: err}
+	}
+	return b, nil
+}
+
 var errTooLarge = fmt.Errorf("larger than %d MiB (a .wf file may have at most %d MiB)", maxRead>>20, lang.MaxFileSize>>20)
 
-func readLimited(r io.Reader) ([]byte, error) {
-	src, err := io.ReadAll(io.LimitReader(r, maxRead+1))
-	if err != nil {
-		return nil, err
+// tooLarge says what the limit of a .wf file is when one is over maxRead.
+func tooLarge(err error, limit int64) error {
+	if limit == maxRead && errors.Is(err, compiler.ErrTooLarge) {
+		return errTooLarge
 	}
-	if len(src) > maxRead {
-		return nil, errTooLarge
-	}
-	return src, nil
+	return err
 }
+
+// readStdin reads r to its end, at most limit bytes of it. A read that
+// blocks (a terminal) ends when ctx does: wfc handles SIGINT through ctx,
+// so an interrupt would not end it otherwise.
+func readStdin(ctx context.Context, r io.Reader, limit int64) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(r, limit+1))
+		done <- result{b, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			return nil, res.err
+		}
+		if int64(len(res.b)) > limit {
+			return nil, tooLarge(fmt.Errorf("larger than %d bytes: %w", limit, compiler.ErrTooLarge), limit)
+		}
+		return res.b, nil
+	case <-ctx.Done():
+		return nil, errInterrupted
+	}
+}
+
+var errInterrupted = errors.New("interrupted")
 
 // A readError says which input could not be read and why, without the
 // "open NAME:" prefix the os package adds.

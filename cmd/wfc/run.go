@@ -1,12 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -107,7 +107,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if *workers < 1 {
 		return fs.usageError(env, "--workers must be at least 1")
 	}
-	w, in, code := prepareRun(env, "run", args[0], inputs, *inputFile)
+	w, in, code := prepareRun(ctx, env, "run", args[0], inputs, *inputFile)
 	if w == nil {
 		return code
 	}
@@ -205,8 +205,12 @@ func finish(env *Env, st *runtime.Status, jsonOut bool) int {
 		b, _ := json.MarshalIndent(st, "", "  ")
 		fmt.Fprintf(env.Stdout, "%s\n", b)
 	} else if len(st.Result) > 0 {
+		// Numbers as written: a float64 would round an int of more
+		// than 53 bits.
+		dec := json.NewDecoder(bytes.NewReader(st.Result))
+		dec.UseNumber()
 		var v any
-		if json.Unmarshal(st.Result, &v) == nil {
+		if dec.Decode(&v) == nil {
 			b, _ := json.MarshalIndent(v, "", "  ")
 			fmt.Fprintf(env.Stdout, "%s\n", b)
 		}
@@ -228,8 +232,8 @@ func finish(env *Env, st *runtime.Status, jsonOut bool) int {
 // prepareRun loads the workflow, checks that the runtime can execute its
 // node kinds, and reads the inputs; run and submit share it. On failure it
 // reports and returns a nil workflow and the exit code.
-func prepareRun(env *Env, cmd, path string, pairs []string, file string) (*ir.Workflow, map[string]any, int) {
-	w, code := loadWorkflow(env, path)
+func prepareRun(ctx context.Context, env *Env, cmd, path string, pairs []string, file string) (*ir.Workflow, map[string]any, int) {
+	w, code := loadWorkflow(ctx, env, path)
 	if w == nil {
 		return nil, nil, code
 	}
@@ -247,18 +251,22 @@ func prepareRun(env *Env, cmd, path string, pairs []string, file string) (*ir.Wo
 
 // loadWorkflow compiles a .wf file or decodes an IR file. On failure it
 // reports and returns a nil workflow and the exit code.
-func loadWorkflow(env *Env, path string) (*ir.Workflow, int) {
-	name, src, err := readSource(env, path)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc: %v\n", err)
-		return nil, exitFailed
-	}
+func loadWorkflow(ctx context.Context, env *Env, path string) (*ir.Workflow, int) {
 	var decode func([]byte) (*ir.Workflow, error)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".json":
 		decode = ir.Decode
 	case ".yaml", ".yml":
 		decode = ir.DecodeYAML
+	}
+	limit := int64(maxRead)
+	if decode != nil {
+		limit = maxIRFile
+	}
+	name, src, err := readFile(ctx, env, path, limit)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc: %v\n", err)
+		return nil, exitFailed
 	}
 	if decode != nil {
 		w, err := decode(src)
@@ -285,15 +293,16 @@ func loadWorkflow(env *Env, path string) (*ir.Workflow, int) {
 // parseInputs reads --input-file and --input values, typed by the
 // workflow's declared inputs: a string input takes VALUE as it is, a
 // duration input a duration literal (100ms, 1h30m), kept as that string
-// as in JSON inputs; any other type parses it as JSON.
+// as in JSON inputs; any other type parses the whole of VALUE as one JSON
+// value, with the rules of --input-file (runtime.ParseInput).
 func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, error) {
 	in := map[string]any{}
 	if file != "" {
-		b, err := os.ReadFile(file)
+		b, err := readInputFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("--input-file: %w", err)
 		}
-		if err := json.Unmarshal(b, &in); err != nil {
+		if in, err = runtime.DecodeInputs(b); err != nil {
 			return nil, fmt.Errorf("--input-file %s: not a JSON object: %v", file, err)
 		}
 	}
@@ -315,7 +324,7 @@ func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, e
 			if t.Kind == ir.KindDuration {
 				return nil, fmt.Errorf("--input %s: %s must be a duration like 100ms, 1h30m or 2s (units ns, us, ms, s, m, h)", p, name)
 			}
-			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON", p, name, t.String())
+			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON (%v)", p, name, t.String(), err)
 		}
 		in[name] = v
 	}
@@ -405,7 +414,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required; 'wfc run' runs a workflow without one")
 	}
-	w, in, code := prepareRun(env, "submit", args[0], inputs, *inputFile)
+	w, in, code := prepareRun(ctx, env, "submit", args[0], inputs, *inputFile)
 	if w == nil {
 		return code
 	}

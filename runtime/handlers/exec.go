@@ -10,10 +10,17 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 )
 
 // maxOutput bounds what exec keeps of stdout and stderr.
 const maxOutput = 1 << 20
+
+// execWaitDelay bounds two waits: for the program to stop once the call's
+// context is done (it has been sent SIGTERM; then it is killed), and for
+// its stdout and stderr to close once it has exited (a child it left
+// running may hold them open).
+const execWaitDelay = 2 * time.Second
 
 type execHandler struct{ allow bool }
 
@@ -30,6 +37,13 @@ type execConfig struct {
 // ok_exit_codes fails with error code exec.N (retryable: a program may
 // fail for a passing reason), its message ending with the last of stderr;
 // a program that cannot start is a permanent error.
+//
+// The program runs in a process group of its own (on Unix). When ctx is
+// done (the attempt's timeout, a cancelled run, the worker stopping) the
+// whole group is sent SIGTERM, and the program is killed if it has not
+// exited execWaitDelay later; once the program has exited, the call waits
+// at most execWaitDelay more for its output to close, and then kills what
+// is left of its group, so that nothing it started outlives the call.
 func (h *execHandler) Run(ctx context.Context, req Request) (json.RawMessage, error) {
 	if !h.allow {
 		return nil, Permanentf("exec: running programs is disabled on this worker (start it with --allow-exec)")
@@ -42,6 +56,9 @@ func (h *execHandler) Run(ctx context.Context, req Request) (json.RawMessage, er
 		return nil, Permanentf("exec: argv is empty")
 	}
 	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	startGroup(cmd)
+	cmd.Cancel = func() error { return terminateGroup(cmd) }
+	cmd.WaitDelay = execWaitDelay
 	cmd.Dir = c.Dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range c.Env {
@@ -54,6 +71,9 @@ func (h *execHandler) Run(ctx context.Context, req Request) (json.RawMessage, er
 	var stdout, stderr capped
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	if cmd.Process != nil {
+		killGroup(cmd)
+	}
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError
@@ -62,6 +82,9 @@ func (h *execHandler) Run(ctx context.Context, req Request) (json.RawMessage, er
 			return nil, ctx.Err()
 		case errors.As(err, &ee):
 			code = ee.ExitCode()
+		case errors.Is(err, exec.ErrWaitDelay):
+			// The program exited 0 but left its output open: its output
+			// is what it wrote until then.
 		default:
 			return nil, Permanentf("exec: %v", err)
 		}

@@ -42,6 +42,9 @@ type Options struct {
 	// (defaults 10,000 and 1,000).
 	MaxHops   int
 	MaxFanout int
+	// MaxInputBytes bounds a run's inputs as JSON (default 1 MiB): every
+	// execution of the run reads them.
+	MaxInputBytes int
 	// Retention is how long a run's keys (meta, state, outputs, event log,
 	// ...) are kept once the run ends: when it completes, is cancelled, or
 	// fails and its compensations are done, every key of the run gets this
@@ -135,6 +138,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.MaxFanout <= 0 {
 		opts.MaxFanout = 1_000
+	}
+	if opts.MaxInputBytes <= 0 {
+		opts.MaxInputBytes = DefaultMaxValueBytes
 	}
 	if opts.Retention == 0 {
 		opts.Retention = DefaultRetention
@@ -364,6 +370,9 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	in, err := ValidateInputs(p.w, inputs)
 	if err != nil {
 		return "", err
+	}
+	if len(in) > e.opts.MaxInputBytes {
+		return "", &InputError{Problems: []string{fmt.Sprintf("the inputs are %d bytes, over the limit of %d", len(in), e.opts.MaxInputBytes)}}
 	}
 	run := c.runID
 	if run == "" {

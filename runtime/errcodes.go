@@ -6,6 +6,10 @@ import (
 	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
+// DefaultMaxValueBytes is the default bound of a run's inputs and of a
+// node's output, as JSON.
+const DefaultMaxValueBytes = 1 << 20
+
 // Error codes the runtime gives the failures it causes itself
 // (docs/language.md §7.8, docs/runtime.md §9); handlers give their own.
 const (

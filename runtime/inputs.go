@@ -77,6 +77,10 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 		if v == nil && !in.Required {
 			continue // an explicit null for an optional input: absent
 		}
+		if d := jsonDepth(dv); d > MaxValueDepth {
+			probs = append(probs, fmt.Sprintf("input %q is nested %d deep, over the limit of %d", in.Name, d, MaxValueDepth))
+			continue
+		}
 		if err := checkType(dv, &in.Type, "input "+in.Name); err != nil {
 			if s, ok := dv.(string); ok && in.Type.Kind == ir.KindDuration {
 				err = badDuration(in.Name, s)
@@ -98,6 +102,35 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 		return nil, errors.New("encoding inputs: " + err.Error())
 	}
 	return data, nil
+}
+
+// MaxValueDepth bounds the nesting of an input or output value (the
+// expressions that read it convert at most that many levels).
+const MaxValueDepth = 64
+
+// jsonDepth is the nesting of a decoded JSON value (a scalar is 0); it
+// stops counting past MaxValueDepth+1.
+func jsonDepth(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			d = max(d, jsonDepth(e))
+			if d > MaxValueDepth {
+				break
+			}
+		}
+		return d + 1
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, jsonDepth(e))
+			if d > MaxValueDepth {
+				break
+			}
+		}
+		return d + 1
+	}
+	return 0
 }
 
 // DecodeInputs reads a run's inputs written as one JSON object (`wfc run

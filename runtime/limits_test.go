@@ -102,3 +102,41 @@ func TestLimitBadQueueAndShards(t *testing.T) {
 	}
 	e.Close()
 }
+
+// TestLimitValueSizes: a run's inputs and a node's output are bounded
+// (1 MiB by default) and inputs nest at most 64 deep, checked before
+// anything is written (issue #14 items 5 and 6: cel tasks doubling a 1 MB
+// string killed the worker; inputs nested 9,999 deep were accepted).
+func TestLimitValueSizes(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{
+			inputs:  []ir.Input{input("s", ir.KindString), {Name: "deep", Type: ir.Type{Kind: ir.KindAny}}},
+			outputs: []ir.Output{output("n", "size(b.output.s)")},
+			nodes: []*nodeSpec{
+				task("a", "cel", with("s", cexpr("input.s + input.s"))),
+				task("b", "cel", after("a"), with("s", cexpr("a.output.s + a.output.s"))),
+			},
+		})
+		if _, err := v.e.Submit(v.ctx, w, map[string]any{"s": strings.Repeat("x", 2<<20)}); err == nil || !strings.Contains(err.Error(), "over the limit of 1048576") {
+			t.Errorf("a 2 MiB input: %v", err)
+		}
+		var deep any = 1
+		for range 100 {
+			deep = []any{deep}
+		}
+		if _, err := v.e.Submit(v.ctx, w, map[string]any{"s": "x", "deep": deep}); err == nil || !strings.Contains(err.Error(), "nested 100 deep") {
+			t.Errorf("an input nested 100 deep: %v", err)
+		}
+		// 300 KB doubled fits; doubled again it does not: b fails, before
+		// its output is stored.
+		st := v.run(w, map[string]any{"s": strings.Repeat("x", 300_000)})
+		if n := st.Nodes["b"]; st.State != RunFailed || n == nil || n.Code != "output" || !strings.Contains(n.Error, "over the limit of 1048576") || len(n.Output) != 0 {
+			t.Errorf("doubling: %s %q %+v", st.State, st.Error, n)
+		}
+		if st := v.run(w, map[string]any{"s": strings.Repeat("x", 100_000)}); st.State != RunCompleted || string(st.Result) != `{"n":400000}` {
+			t.Errorf("small: %s %s %s", st.State, st.Result, st.Error)
+		}
+	})
+}

@@ -452,6 +452,9 @@ func (j *job) exec() error {
 // checkOutput checks a handler output against the node's output type; a
 // value that does not fit fails the attempt.
 func (j *job) checkOutput(out json.RawMessage) error {
+	if max := j.w.opts.MaxOutputBytes; len(out) > max {
+		return handlers.Errorf(CodeOutput, false, "output of %d bytes, over the limit of %d", len(out), max)
+	}
 	t := itemType(j.n)
 	if t == nil {
 		return nil
@@ -912,6 +915,9 @@ func (j *job) collect() error {
 		}
 	}
 	b.WriteByte(']')
+	if max := j.w.opts.MaxOutputBytes; b.Len() > max {
+		return j.failNode(handlers.Errorf(CodeOutput, false, "for_each output of %d bytes, over the limit of %d", b.Len(), max), -1)
+	}
 	act, err := j.activation(j.p.reads(j.n.ID))
 	if err != nil {
 		return j.evalFailed(err, -1)

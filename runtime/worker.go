@@ -59,6 +59,10 @@ type WorkerOptions struct {
 	// TrimInterval is how often acknowledged entries are trimmed from the
 	// head of the queue streams (default 1 min).
 	TrimInterval time.Duration
+	// MaxOutputBytes bounds a node's output as JSON, a for_each node's
+	// collected list included (default 1 MiB): a bigger one fails the node
+	// with error code output before anything is written.
+	MaxOutputBytes int
 	// RunningAfter is how long a node's handler runs before the worker
 	// marks its execution running (state, event node.started), so that
 	// status and wfc run show it; a shorter execution is never marked, which
@@ -101,6 +105,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.Block <= 0 {
 		o.Block = time.Second
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = DefaultMaxValueBytes
 	}
 	if o.RunningAfter == 0 {
 		o.RunningAfter = 200 * time.Millisecond

@@ -381,23 +381,8 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		return "", fmt.Errorf("runtime: bad run id %q: use 1 to 128 of [A-Za-z0-9_.-]", run)
 	}
 	shard := e.st.ks.shard(run)
-	if err := e.st.putPlan(ctx, p, shard); err != nil {
-		return "", fmt.Errorf("runtime: storing the workflow: %w", err)
-	}
-	for _, q := range p.queues {
-		stream := e.st.ks.stream(shard, q)
-		e.mu.Lock()
-		known := e.groups[stream]
-		e.mu.Unlock()
-		if known {
-			continue
-		}
-		if err := e.st.ensureGroup(ctx, stream); err != nil {
-			return "", fmt.Errorf("runtime: creating queue %s: %w", q, err)
-		}
-		e.mu.Lock()
-		e.groups[stream] = true
-		e.mu.Unlock()
+	if err := e.storePlan(ctx, p, shard); err != nil {
+		return "", err
 	}
 	ret := e.opts.Retention
 	if c.setRet {
@@ -426,6 +411,14 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	res, err := e.begin(ctx, p, ref, args)
 	if err == nil && res == "" {
 		res, err = e.st.call(ctx, "start", ref, args)
+	}
+	if err != nil && strings.Contains(err.Error(), "is not stored") {
+		// Redis lost what this process stored earlier (a restart without
+		// persistence, a flush): store it again, once.
+		e.forgetPlan(p, shard)
+		if err = e.storePlan(ctx, p, shard); err == nil {
+			res, err = e.st.call(ctx, "start", ref, args)
+		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("runtime: starting run: %w", err)
@@ -690,6 +683,42 @@ func ValidQueue(q string) bool {
 		}
 	}
 	return true
+}
+
+// storePlan stores p's IR and graph and creates its queues' consumer
+// groups, once per process (cached).
+func (e *Engine) storePlan(ctx context.Context, p *plan, shard int) error {
+	if err := e.st.putPlan(ctx, p, shard); err != nil {
+		return fmt.Errorf("runtime: storing the workflow: %w", err)
+	}
+	for _, q := range p.queues {
+		stream := e.st.ks.stream(shard, q)
+		e.mu.Lock()
+		known := e.groups[stream]
+		e.mu.Unlock()
+		if known {
+			continue
+		}
+		if err := e.st.ensureGroup(ctx, stream); err != nil {
+			return fmt.Errorf("runtime: creating queue %s: %w", q, err)
+		}
+		e.mu.Lock()
+		e.groups[stream] = true
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// forgetPlan drops what storePlan cached for p, so that it stores again.
+func (e *Engine) forgetPlan(p *plan, shard int) {
+	e.st.mu.Lock()
+	delete(e.st.graph, e.st.ks.graph(shard, p.suffix))
+	e.st.mu.Unlock()
+	e.mu.Lock()
+	for _, q := range p.queues {
+		delete(e.groups, e.st.ks.stream(shard, q))
+	}
+	e.mu.Unlock()
 }
 
 // randomPassword is the embedded server's password: 32 random bytes, hex.

@@ -140,3 +140,33 @@ func TestLimitValueSizes(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitSubmitAfterDataLoss: after Redis lost its data (a restart
+// without persistence), a long-running process submits again what it had
+// stored before, and the run completes (issue #14 item 11: every later
+// submit failed with "graph ... is not stored" until a restart).
+func TestLimitSubmitAfterDataLoss(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "noop"), task("b", "noop", after("a"))}})
+		if st := v.run(w, nil); st.State != RunCompleted {
+			t.Fatalf("first run: %s", st.State)
+		}
+		// This engine's keys go (the shared server holds other tests').
+		iter := v.e.st.rdb.Scan(v.ctx, 0, v.e.opts.Prefix+":*", 1000).Iterator()
+		n := 0
+		for iter.Next(v.ctx) {
+			if err := v.e.st.rdb.Del(v.ctx, iter.Val()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := iter.Err(); err != nil || n == 0 {
+			t.Fatalf("deleting the keys: %v (%d deleted)", err, n)
+		}
+		if st := v.run(w, nil); st.State != RunCompleted {
+			t.Fatalf("after the data loss: %s %s", st.State, st.Error)
+		}
+	})
+}

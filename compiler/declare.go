@@ -426,6 +426,7 @@ func (s *state) declareNode(kind, name *ast.Ident, decl *ast.NodeDecl) {
 	}
 	if reserved[name.Name] {
 		s.errorf(diag.ReservedName, name.Range, "`%s` is a reserved word and cannot name a node", name.Name)
+		s.badNodeIDs = true
 		return
 	}
 	if prev := s.byID[name.Name]; prev != nil {

@@ -531,7 +531,9 @@ func (s *state) analyze() {
 		}
 	}
 	if len(s.nodes) == 0 {
-		s.errorf(diag.NoTerminal, s.wf.Name.Range, "workflow %s has no nodes", s.name)
+		if !s.badNodeIDs { // else its nodes' ids were reported (WF1008)
+			s.errorf(diag.NoTerminal, s.wf.Name.Range, "workflow %s has no nodes", s.name)
+		}
 		return
 	}
 	if len(w.Terminals) == 0 {

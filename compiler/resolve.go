@@ -17,25 +17,31 @@ func (s *state) resolve() {
 	for i, n := range s.nodes {
 		ids[i] = n.id
 	}
-	ref := func(id *ast.Ident) {
+	s.refSugg = map[*ast.Ident]string{}
+	// self is the node whose items are resolved: never suggested for its
+	// own references, as it cannot depend on or route to itself (except
+	// by back_to, which passes "").
+	ref := func(id *ast.Ident, self string) {
 		if id == nil {
 			return
 		}
 		if s.byID[id.Name] == nil {
 			d := s.errorf(diag.UnknownNode, id.Range, "unknown node `%s`", id.Name)
-			s.didYouMean(d, id.Range, id.Name, ids)
+			sug := s.suggestExcept(id.Name, ids, self)
+			s.refSugg[id] = sug
+			s.hint(d, id.Range, sug)
 			return
 		}
 		s.info.Refs = append(s.info.Refs, Ref{Range: id.Range, Kind: RefNode, Name: id.Name})
 	}
-	refs := func(xs []*ast.Ident) {
-		for _, x := range xs {
-			ref(x)
-		}
-	}
 	for _, n := range s.nodes {
 		if n.decl == nil {
 			continue
+		}
+		refs := func(xs []*ast.Ident) {
+			for _, x := range xs {
+				ref(x, n.id)
+			}
 		}
 		refs(n.after)
 		if n.branch != nil {
@@ -49,7 +55,7 @@ func (s *state) resolve() {
 		refs(n.onReject)
 		if n.loop != nil {
 			if n.loop.backTo.Name != n.id || n.loop.backTo.Range != n.ident.Range {
-				ref(n.loop.backTo)
+				ref(n.loop.backTo, "")
 			}
 			refs(n.loop.exhausted)
 		}
@@ -78,18 +84,12 @@ func (s *state) resolve() {
 // not report n's reads of x as missing an `after` (WF4003), which would
 // contradict the fix WF1001 offers.
 func (s *state) afterTypo(n, x *node) bool {
-	var ids []string
 	for _, a := range n.after {
 		if a == nil || s.byID[a.Name] != nil {
 			continue
 		}
-		if ids == nil {
-			ids = make([]string, len(s.nodes))
-			for i, m := range s.nodes {
-				ids[i] = m.id
-			}
-		}
-		if sug := s.byID[suggest(a.Name, ids)]; sug != nil && (sug == x || s.anc[sug.idx].has(x.idx)) {
+		// resolve computed the suggestion (none past its budget).
+		if sug := s.byID[s.refSugg[a]]; sug != nil && (sug == x || s.anc[sug.idx].has(x.idx)) {
 			return true
 		}
 	}
@@ -98,13 +98,18 @@ func (s *state) afterTypo(n, x *node) bool {
 
 func (s *state) handlerRef(str *ast.String) {
 	h := s.handlers[str.Value]
+	if h == nil && s.lexErrorIn(str.Range) {
+		return // a bad literal (WF0002, WF0003, WF0004) was reported; its value is debris
+	}
 	if h == nil {
-		names := make([]string, 0, len(s.handlers))
-		for k := range s.handlers {
-			names = append(names, k)
+		if s.handlerNames == nil { // once: handlers are all declared by now
+			s.handlerNames = make([]string, 0, len(s.handlers))
+			for k := range s.handlers {
+				s.handlerNames = append(s.handlerNames, k)
+			}
 		}
 		d := s.errorf(diag.UnknownHandler, str.Range, "unknown handler %q", str.Value)
-		if sug := suggest(str.Value, names); sug != "" {
+		if sug := s.suggest(str.Value, s.handlerNames); sug != "" {
 			d.WithHint(fmt.Sprintf("did you mean %q?", sug))
 			d.WithFix(fmt.Sprintf("Change to %q", sug), s.span(str.Range), fmt.Sprintf("%q", sug))
 		} else {

@@ -36,6 +36,18 @@ type state struct {
 	baseEnv   *cel.Env // the expression environment without `run` (types pass)
 	nodes     []*node
 	byID      map[string]*node
+	// badNodeIDs: a node was dropped for its id (WF1008), so "no nodes"
+	// would be a follow-on error.
+	badNodeIDs bool
+
+	// suggestWork is the work spent on "did you mean" hints so far
+	// (suggestCost units); past maxSuggestWork no more are computed.
+	suggestWork int
+	// refSugg caches the suggestion for an unknown node reference
+	// (resolve), which afterTypo reads again.
+	refSugg map[*ast.Ident]string
+	// handlerNames lists the handlers' names for suggestions (handlerRef).
+	handlerNames []string
 
 	// graph
 	edges   []edge
@@ -209,34 +221,92 @@ func (s *state) errorf(code diag.Code, r source.Range, format string, args ...an
 
 func (s *state) span(r source.Range) source.Span { return s.file.Span(r) }
 
+// maxSuggestWork bounds the work of the "did you mean" hints of one file,
+// in suggestWithin's units (a candidate looked at, plus the cells of each
+// edit distance computed). Each unknown name is compared with every
+// candidate, so a file with thousands of unknown names among thousands of
+// nodes would otherwise take quadratic time (10,000 unknown `after` names
+// took 12.7 s). An unknown name among 10,000 node ids of about 10
+// characters costs about 10^6, so the bound allows about 100 hints there
+// (far more among fewer nodes) and about 0.3 s of work; past it, unknown
+// names are reported without a hint.
+const maxSuggestWork = 100_000_000
+
+// suggest is the package-level suggest within the file's budget of work
+// (maxSuggestWork): once that is spent it returns "".
+func (s *state) suggest(name string, candidates []string) string {
+	if s.suggestWork >= maxSuggestWork {
+		return ""
+	}
+	return s.suggestExcept(name, candidates, name)
+}
+
+// suggestExcept is s.suggest, never suggesting except (a node's own id for
+// the references of its own items: it cannot depend on or route to
+// itself).
+func (s *state) suggestExcept(name string, candidates []string, except string) string {
+	if s.suggestWork >= maxSuggestWork {
+		return ""
+	}
+	sug, work := suggestCost(name, candidates, suggestLimit(name), except)
+	s.suggestWork += work
+	return sug
+}
+
 // suggest returns the closest candidate to name, or "" if none is close.
 func suggest(name string, candidates []string) string {
-	limit := max(1, len(name)/3)
+	return suggestWithin(name, candidates, suggestLimit(name))
+}
+
+// suggestLimit is the largest edit distance worth suggesting for name.
+func suggestLimit(name string) int {
 	if len(name) == 1 {
-		limit = 0 // any one-letter name is one edit from any other
+		return 0 // any one-letter name is one edit from any other
 	}
-	return suggestWithin(name, candidates, limit)
+	return max(1, len(name)/3)
 }
 
 // suggestWithin is suggest with an explicit edit-distance limit.
 func suggestWithin(name string, candidates []string, limit int) string {
+	sug, _ := suggestCost(name, candidates, limit, name)
+	return sug
+}
+
+// suggestCost is suggestWithin, also returning the work it did: one unit
+// per candidate and one per cell of each edit distance it computed. It
+// never suggests name itself, nor except.
+func suggestCost(name string, candidates []string, limit int, except string) (string, int) {
+	work := 0
 	best, bestD := "", 1<<30
 	for _, c := range candidates {
-		if c == name {
+		work++
+		// The distance is at least the difference in length: a candidate
+		// further off than that cannot be suggested.
+		if c == name || c == except || len(c) > len(name)+limit || len(name) > len(c)+limit {
 			continue
 		}
+		work += len(name) * len(c)
 		d := levenshtein(name, c)
 		if d < bestD || (d == bestD && c < best) {
 			best, bestD = c, d
 		}
 	}
 	if bestD <= limit {
-		return best
+		return best, work
 	}
+	return suggestLoose(name, candidates, except), work + len(candidates)
+}
+
+// suggestLoose is suggestWithin's fallback when no candidate is within
+// the edit-distance limit.
+func suggestLoose(name string, candidates []string, except string) string {
 	// A name that is a prefix of exactly one candidate, or has one as its
 	// prefix (`customer` for `customer_id`), is worth suggesting too.
 	pre := ""
 	for _, c := range candidates {
+		if c == except {
+			continue
+		}
 		if min(len(c), len(name)) >= 4 && (strings.HasPrefix(c, name) || strings.HasPrefix(name, c)) {
 			if pre != "" {
 				pre = ""
@@ -250,7 +320,7 @@ func suggestWithin(name string, candidates []string, limit int) string {
 	}
 	// A case-only difference is always worth suggesting.
 	for _, c := range candidates {
-		if strings.EqualFold(c, name) {
+		if c != except && strings.EqualFold(c, name) {
 			return c
 		}
 	}
@@ -264,9 +334,8 @@ func levenshtein(a, b string) int {
 	// Optimal string alignment distance: an adjacent transposition
 	// ("fecth" for "fetch") counts as one edit, like in Levenshtein's
 	// insertions, deletions and substitutions.
-	pprev := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	var rows [3][65]int // on the stack: this runs for every candidate
+	pprev, prev, cur := rows[0][:len(b)+1], rows[1][:len(b)+1], rows[2][:len(b)+1]
 	for j := range prev {
 		prev[j] = j
 	}
@@ -289,7 +358,12 @@ func levenshtein(a, b string) int {
 
 // didYouMean adds a hint and a fix replacing r with the suggestion.
 func (s *state) didYouMean(d *diag.Diagnostic, r source.Range, name string, candidates []string) {
-	if sug := suggest(name, candidates); sug != "" {
+	s.hint(d, r, s.suggest(name, candidates))
+}
+
+// hint adds the hint and fix of didYouMean for the suggestion sug, if any.
+func (s *state) hint(d *diag.Diagnostic, r source.Range, sug string) {
+	if sug != "" {
 		d.WithHint(fmt.Sprintf("did you mean `%s`?", sug))
 		d.WithFix(fmt.Sprintf("Change to `%s`", sug), s.span(r), sug)
 	}

@@ -3,6 +3,7 @@ package lang
 import (
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/alecthomas/participle/v2/lexer"
@@ -108,6 +109,15 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 			rp.Add(diag.BadUTF8, source.Range{Start: j, End: j + 1}, "invalid UTF-8 byte in source")
 		}
 	}
+	// checkText checks the text of a string literal or comment: valid
+	// UTF-8 and no NUL byte (WF0002 wherever it is, §2.1; reported once
+	// per literal or comment).
+	checkText := func(start, end int, what string) {
+		checkUTF8(start, end)
+		if k := strings.IndexByte(src[start:end], 0); k >= 0 {
+			rp.Add(diag.BadChar, source.Range{Start: start + k, End: start + k + 1}, "NUL byte in "+what)
+		}
+	}
 	for i < len(src) {
 		c := src[i]
 		switch {
@@ -125,7 +135,7 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 			if end > start && src[end-1] == '\r' {
 				end--
 			}
-			checkUTF8(start, end)
+			checkText(start, end, "comment")
 			out.comments = append(out.comments, &ast.Comment{Range: source.Range{Start: start, End: end}, Text: src[start:end]})
 		case c == '/' && i+1 < len(src) && src[i+1] == '*':
 			start := i
@@ -145,7 +155,7 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 			if !closed {
 				rp.Add(diag.Unterminated, source.Range{Start: start, End: start + 2}, "block comment is not terminated")
 			}
-			checkUTF8(start, i)
+			checkText(start, i, "comment")
 			out.comments = append(out.comments, &ast.Comment{Range: source.Range{Start: start, End: i}, Text: src[start:i]})
 		case isLetter(c):
 			start := i
@@ -158,7 +168,7 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 					line += nl
 					lineStart = lastLineStart(src, start, end)
 				}
-				checkUTF8(start, end)
+				checkText(start, end, "string literal")
 				i = end
 				continue
 			}
@@ -202,7 +212,7 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 				line += nl
 				lineStart = lastLineStart(src, start, end)
 			}
-			checkUTF8(start, end)
+			checkText(start, end, "string literal")
 			i = end
 		default:
 			if n := punctLen(src, i); n > 0 {

@@ -41,7 +41,13 @@ func parseFile(f *source.File, fast bool) (*ast.File, diag.List) {
 		return file, rp.Diags.Sorted()
 	}
 	toks := sc.toks
-	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments, toks: toks, fast: fast}
+	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments, toks: toks, fast: fast, swallowed: -1}
+	for _, d := range rp.Diags {
+		if d.Code == diag.Unterminated && (p.swallowed < 0 || d.Span.Start.Offset < p.swallowed) {
+			p.swallowed = d.Span.Start.Offset
+		}
+	}
+	nLex := len(rp.Diags)
 	var g *gFile
 	var err error
 	if fast {
@@ -61,6 +67,18 @@ func parseFile(f *source.File, fast bool) (*ast.File, diag.List) {
 	} else {
 		file.Items = p.recoverTop(toks)
 	}
+	if p.swallowed >= 0 {
+		// The unterminated string or comment took the rest of its line or
+		// of the file, closing brackets included: syntax errors from there
+		// on follow from it (unclosed braces are not reported either).
+		kept := rp.Diags[:nLex]
+		for _, d := range rp.Diags[nLex:] {
+			if d.Code != diag.SyntaxError || d.Span.Start.Offset < p.swallowed {
+				kept = append(kept, d)
+			}
+		}
+		rp.Diags = kept
+	}
 	return file, rp.Diags.Sorted()
 }
 
@@ -78,6 +96,10 @@ type parser struct {
 	comments []*ast.Comment
 	toks     []lexer.Token // all tokens of the file, ending with EOF
 	fast     bool          // use the fast parser where it applies
+	// swallowed is the offset of the first string or block comment that
+	// is not terminated, or -1: the lexer reported it (WF0003), and the
+	// syntax errors it causes are not.
+	swallowed int
 }
 
 var errFastFailed = errors.New("the fast parser failed")
@@ -454,7 +476,7 @@ func (p *parser) strAt(start, end int) *ast.String {
 	raw := p.src[start:end]
 	s := &ast.String{Range: source.Range{Start: start, End: end}, Raw: raw}
 	val, err := Unquote(raw)
-	if err != nil {
+	if err != nil && !errors.Is(err, errUnterminated) { // the lexer reported that (WF0003)
 		p.rp.Add(diag.BadString, s.Range, err.Error())
 	}
 	s.Value = val
@@ -463,6 +485,10 @@ func (p *parser) strAt(start, end int) *ast.String {
 	}
 	return s
 }
+
+// errUnterminated is Unquote's error for a literal without its closing
+// quote, which the lexer reports (WF0003).
+var errUnterminated = errors.New("string literal is not terminated")
 
 // Unquote decodes a string literal: "..." and '...' with CEL/Go escapes,
 // triple-quoted forms, and the r (raw) prefix.
@@ -475,7 +501,7 @@ func Unquote(raw string) (string, error) {
 		raw = raw[1:]
 	}
 	if len(raw) < 2 {
-		return "", errors.New("string literal is not terminated")
+		return "", errUnterminated
 	}
 	q := raw[0]
 	body := ""
@@ -485,7 +511,7 @@ func Unquote(raw string) (string, error) {
 	case raw[len(raw)-1] == q:
 		body = raw[1 : len(raw)-1]
 	default:
-		return raw[1:], errors.New("string literal is not terminated")
+		return raw[1:], errUnterminated
 	}
 	if rawPrefix || !strings.Contains(body, "\\") {
 		return body, nil

@@ -391,7 +391,7 @@ func (p *parser) recoverWorkflow(toks []lexer.Token, i, j int) ast.Item {
 	} else {
 		w.Items = p.recoverWorkflowItems(toks, bodyStart, bodyEnd, where)
 	}
-	if !closed {
+	if !closed && p.swallowed < 0 {
 		p.rp.Add(diag.SyntaxError, source.Range{Start: toks[i+2].Pos.Offset, End: toks[i+2].Pos.Offset + 1}, "the \"{\" of workflow "+w.Name.Name+" is never closed")
 	}
 	return w
@@ -476,7 +476,7 @@ func (p *parser) recoverNode(toks []lexer.Token, i, j int) ast.Item {
 		if c+1 < j {
 			p.syntaxError(&participle.UnexpectedTokenError{Unexpected: toks[c+1]}, "workflow after the end of "+what)
 		}
-	} else {
+	} else if p.swallowed < 0 {
 		p.rp.Add(diag.SyntaxError, source.Range{Start: open.Pos.Offset, End: open.Pos.Offset + 1}, fmt.Sprintf("the \"{\" of %s is never closed", what))
 	}
 	n.Items = p.recoverItems(toks, bodyStart, bodyEnd, nodeItemKeywords,

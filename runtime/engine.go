@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,6 +194,9 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	cctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	b := newBackoff()
+	// last: the cause to report — the last error the connect deadline did
+	// not cause ("connection refused", not "context deadline exceeded").
+	var last error
 	for {
 		err = rdb.Ping(cctx).Err()
 		if err == nil {
@@ -201,9 +205,24 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		if err == nil {
 			break
 		}
+		if cctx.Err() == nil || last == nil {
+			last = err
+		}
 		if !sleepCtx(cctx, b.next()) {
 			e.Close()
-			return nil, fmt.Errorf("runtime: cannot reach Redis at %s: %w", e.addr, err)
+			if errors.Is(last, context.DeadlineExceeded) {
+				// go-redis retried its dials until the deadline: dial once
+				// to say why.
+				for _, a := range strings.Split(strings.TrimPrefix(e.addr, "cluster "), ",") {
+					if c, err := net.DialTimeout("tcp", a, time.Second); err != nil {
+						last = err
+						break
+					} else {
+						c.Close()
+					}
+				}
+			}
+			return nil, fmt.Errorf("runtime: cannot reach Redis at %s: %w", e.addr, last)
 		}
 	}
 	return e, nil

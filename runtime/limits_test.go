@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -169,4 +170,14 @@ func TestLimitSubmitAfterDataLoss(t *testing.T) {
 			t.Fatalf("after the data loss: %s %s", st.State, st.Error)
 		}
 	})
+}
+
+// TestLimitConnectErrorNamesTheCause: with Redis down, Open reports why
+// ("connection refused"), not only that its time ran out (issue #14 item
+// 15).
+func TestLimitConnectErrorNamesTheCause(t *testing.T) {
+	_, err := Open(context.Background(), Options{RedisURL: "redis://127.0.0.1:1", ConnectTimeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Errorf("Open: %v, want connection refused", err)
+	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -56,6 +55,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	if !ok {
 		return code
 	}
+	env = withRedactedStderr(env, *redisURL)
 	if len(args) > 0 {
 		return fs.usageError(env, "bench takes no arguments")
 	}
@@ -98,8 +98,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		return exitFailed
 	}
 	if *jsonOut {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		fmt.Fprintf(env.Stdout, "%s\n", b)
+		if code := writeJSON(env, "bench", "the report", rep); code != exitOK {
+			return code
+		}
 	} else {
 		writeBench(env.Stdout, rep)
 	}

@@ -73,7 +73,9 @@ func runBuild(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		if *jsonOut {
 			rep.addReadError(name, err)
-			rep.write(env.Stderr)
+			if code := rep.write(env, "build", env.Stderr); code != exitOK {
+				return code
+			}
 		} else {
 			fmt.Fprintf(env.Stderr, "wfc: %v\n", err)
 		}
@@ -96,8 +98,8 @@ func runBuild(ctx context.Context, env *Env, args []string) int {
 	if *jsonOut {
 		rep.addFile(name, res.Diags)
 		rep.RequiredInputs = needed
-		if err := rep.write(env.Stderr); err != nil {
-			return exitFailed
+		if code := rep.write(env, "build", env.Stderr); code != exitOK {
+			return code
 		}
 	} else {
 		diag.WriteText(env.Stderr, res.Diags, res.Files)

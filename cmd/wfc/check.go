@@ -76,8 +76,8 @@ func runCheck(ctx context.Context, env *Env, args []string) int {
 	}
 
 	if *jsonOut {
-		if err := rep.write(env.Stdout); err != nil {
-			return exitFailed
+		if code := rep.write(env, "check", env.Stdout); code != exitOK {
+			return code
 		}
 	} else {
 		diag.WriteText(env.Stderr, all.Sorted(), files)

@@ -311,7 +311,8 @@ func (f *flags) writeHelp(w io.Writer) {
 			left += " " + placeholder
 		}
 		if fl.DefValue != "" && fl.DefValue != "false" && fl.DefValue != "[]" {
-			usage += fmt.Sprintf(" (default %s)", fl.DefValue)
+			// --redis defaults to $WFC_REDIS: never show its password.
+			usage += fmt.Sprintf(" (default %s)", redactURL(fl.DefValue))
 		}
 		rows = append(rows, row{left, usage})
 	})

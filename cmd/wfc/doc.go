@@ -44,16 +44,19 @@
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
 //	        [--workers N] [--allow-exec] [--json] [-q] FILE
 //	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
-//	wfc submit --redis URL [--input ...] [--wait] FILE
+//	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
 //
-// Run executes a workflow (a .wf file, or compiled IR in .json or .yaml)
+// Run executes a workflow (a .wf file, or compiled IR in .json or .yaml;
+// on standard input, FILE "-", either, as in 'wfc build x.wf | wfc run -')
 // and waits for it, printing node progress to standard error and the run's
 // result to standard output; it exits 0 when the run completed and 1 when
 // it failed or was cancelled. Without --redis (or $WFC_REDIS) it uses an
 // embedded in-memory Redis and in-process workers. Worker serves the runs
 // stored in a shared Redis; submit, status, cancel, retry and events act on
-// runs there. See docs/runtime.md.
+// runs there. --redis defaults to $WFC_REDIS; wfc never prints the
+// password of a Redis URL. --shards N (at least 1) must be the same for
+// every command. See docs/runtime.md.
 //
 // # Fmt
 //

@@ -134,8 +134,13 @@ func expandFiles(args []string) ([]string, error) {
 }
 
 // rewrite replaces path with data through a temporary file in the same
-// directory, keeping the file's permissions.
+// directory, keeping the file's permissions. A symbolic link stays one:
+// the file it points to is rewritten.
 func rewrite(path string, data []byte) error {
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -56,14 +57,24 @@ func (r *report) addReadError(name string, err error) {
 	r.Errors++
 }
 
-func (r *report) write(w io.Writer) error {
+// write writes the report to w. It returns exitOK; exitInternal when the
+// report cannot be encoded (reported on standard error: a bug in wfc); or
+// exitFailed when it cannot be written.
+func (r *report) write(env *Env, cmd string, w io.Writer) int {
 	if r.Files == nil {
 		r.Files = []fileReport{}
 	}
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	if err := enc.Encode(r); err != nil {
+		return encodeError(env, cmd, "the report", err)
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return exitFailed
+	}
+	return exitOK
 }
 
 // exitFor returns the exit code for diagnostics: 1 with errors, 3 when one
@@ -160,4 +171,27 @@ func mergeFiles(into, from map[string]*source.File) {
 			into[k] = v
 		}
 	}
+}
+
+// writeJSON writes v to standard output as indented JSON and a newline.
+// It never drops an error: one in encoding v (what names it in the
+// message) is a bug in wfc, reported on standard error with exit code 3;
+// one in writing is exit code 1.
+func writeJSON(env *Env, cmd, what string, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return encodeError(env, cmd, what, err)
+	}
+	if _, err := fmt.Fprintf(env.Stdout, "%s\n", b); err != nil {
+		fmt.Fprintf(env.Stderr, "wfc %s: writing %s: %v\n", cmd, what, err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// encodeError reports that what cannot be encoded as JSON and returns
+// exitInternal.
+func encodeError(env *Env, cmd, what string, err error) int {
+	fmt.Fprintf(env.Stderr, "wfc %s: internal error: cannot encode %s as JSON: %v\n", cmd, what, err)
+	return exitInternal
 }

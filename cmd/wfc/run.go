@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -25,7 +26,8 @@ import (
 
 const runDoc = `
 Run executes a workflow and waits for it to end. FILE is a .wf source
-(compiled first), or a compiled IR (.json, .yaml or .yml).
+(compiled first), or a compiled IR (.json, .yaml or .yml); - reads either
+from standard input (wfc build flow.wf | wfc run -).
 
 Without --redis (and without $WFC_REDIS) it starts an embedded, in-memory
 Redis and in-process workers: nothing needs to be installed, and nothing is
@@ -68,6 +70,19 @@ func (r *runtimeFlags) addRetention(fs *flags) {
 		"keep a run's keys (status, outputs, events) for `DURATION` after it ends, then let them expire; 0 keeps them forever")
 }
 
+// check applies to every runtime command once its flags are parsed: it
+// reports a --shards that is not a count of shards (a usage error; ok is
+// false and the command returns code), and returns the env the command
+// must use from then on, whose standard error never shows the password of
+// the --redis URL (as a malformed URL's error would).
+func (r runtimeFlags) check(fs *flags, env *Env) (_ *Env, code int, ok bool) {
+	env = withRedactedStderr(env, *r.redis)
+	if *r.shards < 1 {
+		return env, fs.usageError(env, "--shards must be at least 1, not %d", *r.shards), false
+	}
+	return env, exitOK, true
+}
+
 // badRetention reports a negative --retention, which means nothing.
 func (r runtimeFlags) badRetention() bool { return r.retention != nil && *r.retention < 0 }
 
@@ -80,6 +95,7 @@ func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level) (
 			o.Retention = runtime.KeepForever
 		}
 	}
+	// (Open names the cause when Redis is down: "connection refused".)
 	return runtime.Open(ctx, o)
 }
 
@@ -96,6 +112,9 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	quiet := fs.Bool("q", false, "do not print node progress")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
+		return code
+	}
+	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {
@@ -147,7 +166,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		}
 		return exitFailed
 	}
-	return finish(env, st, *jsonOut)
+	return finish(env, "run", st, *jsonOut)
 }
 
 // watch waits for the run to end (with its compensations, if any) and
@@ -200,33 +219,38 @@ func (p *progressPrinter) line(x, state, errText string) {
 	fmt.Fprintln(p.w, line)
 }
 
-func finish(env *Env, st *runtime.Status, jsonOut bool) int {
+// finish prints the end of a run for command cmd (run, submit --wait):
+// its result (or with jsonOut its status) and its state, and returns the
+// exit code. A result or status it cannot print is an internal error.
+func finish(env *Env, cmd string, st *runtime.Status, jsonOut bool) int {
+	printed := exitOK
 	if jsonOut {
-		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintf(env.Stdout, "%s\n", b)
+		printed = writeJSON(env, cmd, "the run's status", st)
 	} else if len(st.Result) > 0 {
 		// Numbers as written: a float64 would round an int of more
 		// than 53 bits.
 		dec := json.NewDecoder(bytes.NewReader(st.Result))
 		dec.UseNumber()
 		var v any
-		if dec.Decode(&v) == nil {
-			b, _ := json.MarshalIndent(v, "", "  ")
-			fmt.Fprintf(env.Stdout, "%s\n", b)
+		if err := dec.Decode(&v); err != nil {
+			printed = encodeError(env, cmd, "the run's result", err)
+		} else {
+			printed = writeJSON(env, cmd, "the run's result", v)
 		}
 	}
+	code := exitOK
 	switch st.State {
 	case runtime.RunCompleted:
 		fmt.Fprintf(env.Stderr, "run %s: completed\n", st.RunID)
-		return exitOK
 	default:
 		msg := st.State
 		if st.Error != "" {
 			msg += ": " + st.Error
 		}
 		fmt.Fprintf(env.Stderr, "run %s: %s\n", st.RunID, msg)
-		return exitFailed
+		code = exitFailed
 	}
+	return max(code, printed)
 }
 
 // prepareRun loads the workflow, checks that the runtime can execute its
@@ -268,6 +292,17 @@ func loadWorkflow(ctx context.Context, env *Env, path string) (*ir.Workflow, int
 		fmt.Fprintf(env.Stderr, "wfc: %v\n", err)
 		return nil, exitFailed
 	}
+	if path == "-" {
+		// Standard input has no extension: `wfc build x.wf | wfc run -`
+		// pipes an IR, `cat x.wf | wfc run -` a source. (The decoders
+		// refuse a document larger than maxIRFile.)
+		switch sniffIR(src) {
+		case "json":
+			decode = ir.Decode
+		case "yaml":
+			decode = ir.DecodeYAML
+		}
+	}
 	if decode != nil {
 		w, err := decode(src)
 		if err != nil {
@@ -289,6 +324,32 @@ func loadWorkflow(ctx context.Context, env *Env, path string) (*ir.Workflow, int
 	}
 	return res.IR, exitOK
 }
+
+// sniffIR tells a compiled workflow from a .wf source: "json" for a JSON
+// document (its first character other than white space is "{", which no
+// source starts with), "yaml" for a YAML one (its first line other than
+// blank lines and # comments is "---", a %directive or a "key:" line, as
+// `wfc build --format yaml` writes; a source starts with a keyword and a
+// name, or a // comment), else "".
+func sniffIR(src []byte) string {
+	s := strings.TrimPrefix(string(src), "\ufeff")
+	if t := strings.TrimLeft(s, " \t\r\n"); strings.HasPrefix(t, "{") {
+		return "json"
+	}
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if line == "---" || strings.HasPrefix(line, "--- ") || strings.HasPrefix(line, "%") || yamlKey.MatchString(line) {
+			return "yaml"
+		}
+		return ""
+	}
+	return ""
+}
+
+var yamlKey = regexp.MustCompile(`^["']?[A-Za-z_][A-Za-z0-9_]*["']?\s*:(\s|$)`)
 
 // parseInputs reads --input-file and --input values, typed by the
 // workflow's declared inputs: a string input takes VALUE as it is, a
@@ -360,6 +421,9 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	if !ok {
 		return code
 	}
+	if env, code, ok = rf.check(fs, env); !ok {
+		return code
+	}
 	if len(args) > 0 {
 		return fs.usageError(env, "worker takes no arguments")
 	}
@@ -390,8 +454,9 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 
 const submitDoc = `
 Submit starts a run of a workflow in a Redis and prints its run id; the
-'wfc worker' processes serving that Redis execute it. Inputs as for 'wfc
-run'.`
+'wfc worker' processes serving that Redis execute it. FILE and inputs as
+for 'wfc run'. With --wait it then waits for the run like 'wfc run', -q
+leaving out the progress lines.`
 
 func runSubmit(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("submit", "wfc submit --redis URL [flags] FILE", submitDoc)
@@ -401,8 +466,12 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
 	wait := fs.Bool("wait", false, "wait for the run to end, printing progress, and exit like 'wfc run'")
+	quiet := fs.Bool("q", false, "with --wait, do not print node progress")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
+		return code
+	}
+	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {
@@ -433,12 +502,12 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	if !*wait {
 		return exitOK
 	}
-	st, err := watch(ctx, env, eng, id, true)
+	st, err := watch(ctx, env, eng, id, !*quiet)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
 		return exitFailed
 	}
-	return finish(env, st, false)
+	return finish(env, "submit", st, false)
 }
 
 // runOnRun is the shape of status, cancel, retry and events: one run id
@@ -450,6 +519,9 @@ func runOnRun(name, doc string, act func(ctx context.Context, env *Env, eng *run
 		jsonOut := fs.Bool("json", false, "print JSON")
 		args, code, ok := fs.parse(env, args)
 		if !ok {
+			return code
+		}
+		if env, code, ok = rf.check(fs, env); !ok {
 			return code
 		}
 		if len(args) != 1 {
@@ -475,9 +547,7 @@ func runStatus(ctx context.Context, env *Env, eng *runtime.Engine, id string, js
 		return exitFailed
 	}
 	if jsonOut {
-		b, _ := json.MarshalIndent(st, "", "  ")
-		fmt.Fprintf(env.Stdout, "%s\n", b)
-		return exitOK
+		return writeJSON(env, "status", "the run's status", st)
 	}
 	writeStatus(env.Stdout, st)
 	return exitOK
@@ -537,9 +607,7 @@ func runEvents(ctx context.Context, env *Env, eng *runtime.Engine, id string, js
 		if evs == nil {
 			evs = []runtime.Event{}
 		}
-		b, _ := json.MarshalIndent(evs, "", "  ")
-		fmt.Fprintf(env.Stdout, "%s\n", b)
-		return exitOK
+		return writeJSON(env, "events", "the run's events", evs)
 	}
 	for _, ev := range evs {
 		keys := make([]string, 0, len(ev.Fields))

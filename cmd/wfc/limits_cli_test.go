@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wfc-lang/wfc/runtime"
 )
@@ -104,5 +105,26 @@ func TestLimitRedactURL(t *testing.T) {
 	}
 	if redactor("redis://host:6379") != nil {
 		t.Errorf("a redactor for a URL without a password")
+	}
+}
+
+// wfc run exits promptly when its run ends while a handler still runs (a
+// deadline of 1 s over a sleep of 60 s): the handler is cancelled instead
+// of finishing or waiting out a 10 s grace (issue #14 item 14). The bound
+// is generous: this is about not hanging, not speed.
+func TestLimitRunExitsWhenTheRunEnds(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "slow.wf")
+	if err := os.WriteFile(src, []byte("workflow slow {\n  deadline 1s\n  task nap { run \"sleep\"  with { duration = \"60s\" } }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env, _, stderr := bufEnv()
+	start := time.Now()
+	code := Run(context.Background(), env, []string{"run", "-q", src})
+	if d := time.Since(start); code != exitFailed || d > 6*time.Second {
+		t.Errorf("wfc run: exit %d after %s (want a failure within a few seconds): %s", code, d, stderr)
+	}
+	if !strings.Contains(stderr.String(), "deadline") {
+		t.Errorf("stderr: %s", stderr)
 	}
 }

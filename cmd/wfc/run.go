@@ -148,8 +148,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	}
 	// Short blocking reads: stopping waits for the reads in progress, and
 	// these workers stop as soon as the run ends (a 1 s block made every
-	// `wfc run` last at least a second).
-	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec, Block: 100 * time.Millisecond})
+	// `wfc run` last at least a second). A short grace: when the run has
+	// ended (its deadline, a failure elsewhere), the handlers still running
+	// are of an ended run and are cancelled (exec's process group killed).
+	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
 	defer eng.StopWorkers()
 	id, err := eng.Submit(ctx, w, in)
 	if err != nil {

@@ -178,10 +178,15 @@ func mergeFiles(into, from map[string]*source.File) {
 // message) is a bug in wfc, reported on standard error with exit code 3;
 // one in writing is exit code 1.
 func writeJSON(env *Env, cmd, what string, v any) int {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	// Not HTML-escaped: a result's "a & b" stays that, not "a \u0026 b".
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return encodeError(env, cmd, what, err)
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if _, err := fmt.Fprintf(env.Stdout, "%s\n", b); err != nil {
 		fmt.Fprintf(env.Stderr, "wfc %s: writing %s: %v\n", cmd, what, err)
 		return exitFailed

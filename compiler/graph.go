@@ -527,7 +527,7 @@ func (s *state) analyze() {
 	}
 	for _, n := range s.nodes {
 		if ni := s.info.Nodes[n.id]; ni != nil {
-			ni.Join, ni.Loop = n.join, n.loop != nil
+			ni.Join, ni.Loop, ni.OnError = n.join, n.loop != nil, len(n.onError) > 0
 		}
 	}
 	if len(s.nodes) == 0 {

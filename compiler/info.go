@@ -54,6 +54,7 @@ type NodeInfo struct {
 	Join    string
 	Sources []string
 	Loop    bool // a loop node: ID.iteration is readable
+	OnError bool // it has on_error: ID.error is readable on its error path
 }
 
 // An InputInfo describes one workflow input.

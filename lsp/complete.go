@@ -768,6 +768,9 @@ func (c *cursor) completeExpr() {
 		if n.Loop {
 			c.add("iteration", protocol.CompletionItemKindField, "int", "the iteration of "+n.ID+"'s loop (in its body), or how many it ran", "1")
 		}
+		if n.OnError {
+			c.add("error", protocol.CompletionItemKindField, "{code: string, message: string}", "the failure of "+n.ID+", on its on_error path", "1")
+		}
 		return
 	}
 	if t == nil {

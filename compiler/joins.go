@@ -157,7 +157,6 @@ func (s *state) computeJoinFacts() *joinFacts {
 			live++
 			en := jf.needs[p]
 			var oc outcomeSet
-			ran := true
 			for _, e := range grp {
 				eo := edgeOutcomes(w, &w.Nodes[p], e)
 				if eo == nil {
@@ -168,13 +167,12 @@ func (s *state) computeJoinFacts() *joinFacts {
 					oc = outcomeSet{}
 				}
 				maps.Copy(oc, eo)
-				ran = ran && surelyRan(e.Kind)
 			}
 			if oc != nil {
 				en = withNeed(en, p, oc)
 			}
 			es := jf.sure[p]
-			if ran && grp.allRan() {
+			if grp.allRan() {
 				es = withBit(es, p, n)
 			}
 			ef := jf.failed[p]

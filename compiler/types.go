@@ -118,7 +118,7 @@ func (s *state) checkApprovers(sc *scope, n *node, e *ast.Expr) {
 			}
 			r := e.Range
 			if off, ok := info.GetOffsetRange(el.ID()); ok {
-				r = source.Range{Start: e.Start + int(off.Start), End: e.Start + int(off.Stop)}
+				r = newOffsetMap(e).rng(off.Start, off.Stop) // (CEL counts code points)
 			}
 			str, ok := el.AsLiteral().Value().(string)
 			switch {

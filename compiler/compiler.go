@@ -42,7 +42,7 @@ const (
 	DefaultMaxFanout   = 1000
 	MaxImportDepth     = 16
 	MaxExprCost        = 1_000_000
-	MaxExprSize        = 10_000 // code points
+	MaxExprSize        = ir.MaxExprSize // code points
 	MaxExprRecursion   = 100
 	MaxExprNodes       = 10_000
 	maxReportedPerPass = 1000

@@ -446,7 +446,7 @@ func (s *state) retryBlock(b *ast.Block) *ir.Retry {
 		seen[k.Name] = true
 		switch k.Name {
 		case "attempts":
-			r.Attempts = s.intValue(st, 1, 1000)
+			r.Attempts = s.intValue(st, 1, ir.MaxAttempts)
 		case "backoff":
 			if st.Value.Kind != ast.IdentValue {
 				s.wrongValue(st, "fixed, linear or exponential")
@@ -533,7 +533,7 @@ func (s *state) loopBlock(n *node, b *ast.Block) *loopDef {
 		case *ast.Setting:
 			switch k.Name {
 			case "max":
-				l.max = s.intValue(it, 1, 1_000_000)
+				l.max = s.intValue(it, 1, ir.MaxLoop)
 				continue
 			case "back_to":
 				if it.Value.Kind == ast.IdentValue {

@@ -77,8 +77,8 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 		if v == nil && !in.Required {
 			continue // an explicit null for an optional input: absent
 		}
-		if d := jsonDepth(dv); d > MaxValueDepth {
-			probs = append(probs, fmt.Sprintf("input %q is nested %d deep, over the limit of %d", in.Name, d, MaxValueDepth))
+		if d := jsonDepth(dv); d > ir.MaxValueDepth {
+			probs = append(probs, fmt.Sprintf("input %q is nested %d deep, over the limit of %d", in.Name, d, ir.MaxValueDepth))
 			continue
 		}
 		if err := checkType(dv, &in.Type, "input "+in.Name); err != nil {
@@ -104,19 +104,16 @@ func ValidateInputs(w *ir.Workflow, inputs map[string]any) (json.RawMessage, err
 	return data, nil
 }
 
-// MaxValueDepth bounds the nesting of an input or output value (the
-// expressions that read it convert at most that many levels).
-const MaxValueDepth = 64
-
 // jsonDepth is the nesting of a decoded JSON value (a scalar is 0); it
-// stops counting past MaxValueDepth+1.
+// stops counting past ir.MaxValueDepth+1 (the nesting the IR allows a
+// value, and the expressions that read it convert).
 func jsonDepth(v any) int {
 	d := 0
 	switch x := v.(type) {
 	case []any:
 		for _, e := range x {
 			d = max(d, jsonDepth(e))
-			if d > MaxValueDepth {
+			if d > ir.MaxValueDepth {
 				break
 			}
 		}
@@ -124,7 +121,7 @@ func jsonDepth(v any) int {
 	case map[string]any:
 		for _, e := range x {
 			d = max(d, jsonDepth(e))
-			if d > MaxValueDepth {
+			if d > ir.MaxValueDepth {
 				break
 			}
 		}

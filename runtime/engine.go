@@ -128,7 +128,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	for h, q := range opts.Queues {
 		if !ValidQueue(q) {
-			return nil, fmt.Errorf("runtime: handler %s: queue %q: a queue name is 1 to 64 letters, digits and . _ - :", h, q)
+			return nil, fmt.Errorf("runtime: handler %s: queue %q: a queue name is 1 to 64 characters of [A-Za-z0-9._:-]", h, q)
 		}
 	}
 	if opts.Prefix == "" {

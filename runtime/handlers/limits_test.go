@@ -19,7 +19,7 @@ import (
 // script writes the pid of a background child to $PIDFILE. It returns the
 // handler's error, how long the call took and the child's pid, and makes
 // sure the child does not outlive the test.
-func execWithPidFile(t *testing.T, ctx context.Context, script string) (error, time.Duration, int) {
+func execWithPidFile(t *testing.T, ctx context.Context, script string) (time.Duration, int, error) {
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	h, _ := NewRegistry(Options{AllowExec: true}).Lookup("exec")
@@ -36,7 +36,7 @@ func execWithPidFile(t *testing.T, ctx context.Context, script string) (error, t
 		t.Fatalf("bad pid %q", b)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	return err, took, pid
+	return took, pid, err
 }
 
 // alive reports whether process pid still runs. A zombie (killed, not yet
@@ -77,7 +77,7 @@ func gone(pid int) bool {
 func TestLimitExecTimeoutKillsBackgroundChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err, took, pid := execWithPidFile(t, ctx, `sleep 30 & echo $! > "$PIDFILE"; echo started; sleep 30`)
+	took, pid, err := execWithPidFile(t, ctx, `sleep 30 & echo $! > "$PIDFILE"; echo started; sleep 30`)
 	if CodeOf(err) != CodeTimeout || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("want a timeout error, got %v (code %q)", err, CodeOf(err))
 	}
@@ -93,7 +93,7 @@ func TestLimitExecTimeoutKillsBackgroundChild(t *testing.T) {
 func TestLimitExecCancelKillsBackgroundChild(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	err, took, pid := execWithPidFile(t, ctx, `sleep 30 & echo $! > "$PIDFILE"; echo started; sleep 30`)
+	took, pid, err := execWithPidFile(t, ctx, `sleep 30 & echo $! > "$PIDFILE"; echo started; sleep 30`)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("want context.Canceled, got %v", err)
 	}
@@ -109,7 +109,7 @@ func TestLimitExecCancelKillsBackgroundChild(t *testing.T) {
 // after the exec wait delay rather than when the child ends, with what it
 // wrote; the child is killed.
 func TestLimitExecExitedProgramLeavesChild(t *testing.T) {
-	err, took, pid := execWithPidFile(t, context.Background(), `sleep 30 & echo $! > "$PIDFILE"; echo started`)
+	took, pid, err := execWithPidFile(t, context.Background(), `sleep 30 & echo $! > "$PIDFILE"; echo started`)
 	if err != nil {
 		t.Errorf("want success (the program exited 0), got %v", err)
 	}
@@ -136,7 +136,7 @@ func TestLimitExecExitedProgramOutput(t *testing.T) {
 // A program's background children that do not hold its output are killed
 // too when it exits: nothing of an exec outlives its node.
 func TestLimitExecKillsDetachedChild(t *testing.T) {
-	err, took, pid := execWithPidFile(t, context.Background(), `sleep 30 >/dev/null 2>&1 & echo $! > "$PIDFILE"; echo started`)
+	took, pid, err := execWithPidFile(t, context.Background(), `sleep 30 >/dev/null 2>&1 & echo $! > "$PIDFILE"; echo started`)
 	if err != nil {
 		t.Errorf("want success, got %v", err)
 	}
@@ -153,7 +153,7 @@ func TestLimitExecKillsDetachedChild(t *testing.T) {
 func TestLimitExecIgnoresSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err, took, pid := execWithPidFile(t, ctx, `trap "" TERM; sleep 30 & echo $! > "$PIDFILE"; echo started; sleep 30`)
+	took, pid, err := execWithPidFile(t, ctx, `trap "" TERM; sleep 30 & echo $! > "$PIDFILE"; echo started; sleep 30`)
 	if CodeOf(err) != CodeTimeout {
 		t.Errorf("want a timeout error, got %v (code %q)", err, CodeOf(err))
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/ext"
 
+	"github.com/wfc-lang/wfc/cellib"
 	"github.com/wfc-lang/wfc/ir"
 )
 
@@ -199,17 +199,14 @@ func (p *provider) irType(t *types.Type) *ir.Type {
 }
 
 // celOptions are the CEL features a workflow may use: the standard
-// definitions plus the strings and math extensions. The runtime evaluates
-// with the same set (ir.CELExtensions documents the names).
+// definitions plus the strings and math extensions and wfc's functions
+// (package cellib). The runtime evaluates with the same set.
 func celOptions(p *provider) []cel.EnvOption {
-	return []cel.EnvOption{
-		cel.CustomTypeProvider(p),
-		ext.Strings(),
-		ext.Math(),
+	return append([]cel.EnvOption{cel.CustomTypeProvider(p)}, append(cellib.Options(),
 		cel.ParserRecursionLimit(MaxExprRecursion),
 		cel.ParserExpressionSizeLimit(MaxExprSize),
 		cel.ExpressionNodeLimit(MaxExprNodes),
-	}
+	)...)
 }
 
 // sizeEstimator bounds the sizes the cost estimate assumes for values whose

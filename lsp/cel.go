@@ -7,15 +7,15 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/ext"
 
+	"github.com/wfc-lang/wfc/cellib"
 	"github.com/wfc-lang/wfc/ir"
 )
 
 // The CEL functions completion offers, read once from a cel-go environment
-// with the libraries the compiler enables (ext.Strings and ext.Math, see
-// compiler/celenv.go): global functions, namespaced ones (math.greatest),
-// and member functions by the kind of their receiver.
+// with the libraries the compiler enables (package cellib): global
+// functions, namespaced ones (math.greatest, url.pathEscape), and member
+// functions by the kind of their receiver.
 type celCatalog struct {
 	globals    []string
 	namespaces map[string][]string     // "math" -> greatest, least, ...
@@ -32,7 +32,7 @@ var (
 func celFunctions() *celCatalog {
 	catalogOnce.Do(func() {
 		catalog = &celCatalog{namespaces: map[string][]string{}, members: map[types.Kind][]string{}, macros: map[types.Kind][]string{}}
-		env, err := cel.NewEnv(ext.Strings(), ext.Math())
+		env, err := cel.NewEnv(cellib.Options()...)
 		if err != nil {
 			return
 		}

@@ -105,6 +105,7 @@ func TestCompletion(t *testing.T) {
 		{"member functions of a string", "workflow w {\n  input { name: string }\n  task a { run \"cel\"  with { x = input.name.| } }\n}", []string{"startsWith", "contains", "upperAscii", "size"}, []string{"name", "filter"}},
 		{"macros on a list", handlerSvc + "workflow w {\n  task a { run \"svc\" with { key = \"k\" } }\n  task b after a { run \"cel\" with { x = a.output.items.| } }\n}", []string{"exists", "all", "filter", "map", "size"}, []string{"startsWith"}},
 		{"math namespace", "workflow w {\n  task a { run \"cel\"  with { x = math.| } }\n}", []string{"greatest", "least"}, nil},
+		{"url namespace", "workflow w {\n  task a { run \"cel\"  with { x = \"https://x/{{ url.| }}\" } }\n}", []string{"pathEscape", "queryEscape"}, nil},
 		{"for_each variable", "workflow w {\n  input { ids: list<string> }\n  task a {\n    run \"cel\"\n    for_each id in input.ids\n    with { x = | }\n  }\n}", []string{"id", "input"}, nil},
 		{"for_each source", "workflow w {\n  input { ids: list<string> }\n  task a {\n    run \"cel\"\n    for_each id in |\n  }\n}", []string{"input"}, nil},
 		{"workflow output", "workflow w {\n  task a { run \"cel\" with { v = 1 } }\n  output { r = a.output.| }\n}", []string{"v"}, nil},

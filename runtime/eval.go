@@ -19,8 +19,8 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	"github.com/google/cel-go/ext"
 
+	"github.com/wfc-lang/wfc/cellib"
 	"github.com/wfc-lang/wfc/ir"
 )
 
@@ -61,12 +61,11 @@ func newCELCache(p *plan) *celCache {
 
 func (c *celCache) program(src string) (cel.Program, error) {
 	c.once.Do(func() {
-		opts := []cel.EnvOption{
-			ext.Strings(), ext.Math(),
+		opts := append(cellib.Options(),
 			cel.CrossTypeNumericComparisons(true),
 			cel.ParserRecursionLimit(100),
 			cel.ParserExpressionSizeLimit(10_000),
-		}
+		)
 		seen := map[string]bool{}
 		for _, v := range c.vars {
 			if !seen[v] {

@@ -29,11 +29,12 @@ func Builtins() map[string]*HandlerInfo {
 			opt("body", ir.KindAny),
 			opt("timeout", ir.KindDuration),
 			optT("accept", listOf(ir.KindInt)),
+			optT("keep_headers", listOf(ir.KindString)),
 		), Output: obj(
 			fld("status", ir.KindInt),
 			ir.Field{Name: "headers", Type: mapOf(ir.KindString)},
 			fld("body", ir.KindAny),
-		), Doc: "Sends a JSON HTTP request; retries network errors and 5xx honouring Retry-After; sends an Idempotency-Key header. A status of 400 or more (not in `accept`) fails with error code http.STATUS; no response is http.network."},
+		), Doc: "Sends a JSON HTTP request; retries network errors and 5xx honouring Retry-After; sends an Idempotency-Key header. A status of 400 or more (not in `accept`) fails with error code http.STATUS; no response is http.network; an address the worker's network policy refuses (loopback, private, link-local ... unless --http-allow) is http.denied. Response headers that may carry a credential (Set-Cookie, *auth*, *token* ...) are left out of the output unless `keep_headers` names them."},
 		{Name: "exec", Config: obj(
 			ir.Field{Name: "argv", Type: listOf(ir.KindString)},
 			optT("env", mapOf(ir.KindString)),

@@ -91,8 +91,22 @@ type Options struct {
 	// Without it exec fails every node permanently.
 	AllowExec bool
 	// HTTPClient is used by the http handler; nil means a client without
-	// a global timeout (each request has its own).
+	// a global timeout (each request has its own) that applies the network
+	// policy below. A client given here replaces the policy: its transport
+	// connects wherever it does.
 	HTTPClient *http.Client
+	// HTTPAllow and HTTPDeny are the http handler's network policy
+	// (wfc worker --http-allow, --http-deny). Entries are an IP address, a
+	// CIDR range or a host name as the URL writes it, each optionally with
+	// :port, or "*" for every address. By default the handler refuses to
+	// connect to loopback, link-local (cloud metadata), private, shared
+	// (CGNAT), unspecified, multicast and reserved addresses, checked on
+	// the address dialled after DNS resolution and on every redirect;
+	// HTTPAllow admits some of them, and HTTPDeny refuses addresses or
+	// names whatever else says. A refused request fails with error code
+	// http.denied (not retryable). An entry that means nothing makes every
+	// http request fail (CheckHTTPPolicy reports it beforehand).
+	HTTPAllow, HTTPDeny []string
 	// HTTPTries is how many times the http handler sends a request that
 	// meets a network error or a 5xx status; 0 means 3.
 	HTTPTries int

@@ -104,7 +104,7 @@ func TestHTTP(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	r := NewRegistry(Options{})
+	r := NewRegistry(Options{HTTPAllow: []string{"127.0.0.1"}})
 
 	out, err := run(t, r, "http", `{"url":"`+srv.URL+`/flaky","body":{"amount":5}}`)
 	if err != nil {

@@ -21,7 +21,9 @@ const maxBody = 10 << 20
 
 type httpHandler struct {
 	client *http.Client
-	tries  int
+	// policyErr is a bad allow or deny list: every request fails with it.
+	policyErr error
+	tries     int
 	// wait bounds a Retry-After wait; tests shorten it.
 	maxWait time.Duration
 }
@@ -29,7 +31,17 @@ type httpHandler struct {
 func newHTTP(opts Options) *httpHandler {
 	h := &httpHandler{client: opts.HTTPClient, tries: opts.HTTPTries, maxWait: 30 * time.Second}
 	if h.client == nil {
-		h.client = &http.Client{CheckRedirect: checkRedirect}
+		policy, err := parseNetPolicy(opts.HTTPAllow, opts.HTTPDeny)
+		if err != nil {
+			h.policyErr = Permanentf("http: the worker's network policy: %v", err)
+			policy = &netPolicy{denyAll: true}
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// Direct connections only: through a proxy the policy would see
+		// the proxy's address, not the one the request reaches.
+		t.Proxy = nil
+		t.DialContext = policy.dialer()
+		h.client = &http.Client{Transport: t, CheckRedirect: checkRedirect}
 	}
 	if h.tries <= 0 {
 		h.tries = 3
@@ -44,6 +56,8 @@ type httpConfig struct {
 	Body    json.RawMessage   `json:"body"`
 	Timeout string            `json:"timeout"`
 	Accept  []int             `json:"accept"`
+	// KeepHeaders names sensitive response headers to keep in the output.
+	KeepHeaders []string `json:"keep_headers"`
 }
 
 type httpOutput struct {
@@ -58,8 +72,12 @@ type httpOutput struct {
 // A 2xx or 3xx response, or one whose status is in `accept`, is the
 // output. Error codes: http.<status> for other statuses (retryable: 408,
 // 425, 429 and 5xx), http.network for a request that got no response,
-// timeout for the request's own timeout.
+// timeout for the request's own timeout, http.denied for an address the
+// network policy refuses (Options.HTTPAllow).
 func (h *httpHandler) Run(ctx context.Context, req Request) (json.RawMessage, error) {
+	if h.policyErr != nil {
+		return nil, h.policyErr
+	}
 	var c httpConfig
 	if err := decodeConfig(req, &c); err != nil {
 		return nil, err
@@ -139,6 +157,10 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 	}
 	resp, err := h.client.Do(hr)
 	if err != nil {
+		var de *deniedError
+		if errors.As(err, &de) {
+			return nil, 0, &Error{Code: CodeHTTPDenied, Message: fmt.Sprintf("http: %s %s: %v", hr.Method, shown, de), Err: de}
+		}
 		code := "http.network"
 		if errors.Is(err, context.DeadlineExceeded) {
 			code = CodeTimeout
@@ -172,6 +194,9 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 	}
 	out := httpOutput{Status: resp.StatusCode, Headers: map[string]string{}}
 	for k, v := range resp.Header {
+		if sensitiveHeader(k) && !slices.ContainsFunc(c.KeepHeaders, func(h string) bool { return strings.EqualFold(h, k) }) {
+			continue
+		}
 		out.Headers[k] = strings.Join(v, ", ")
 	}
 	out.Body = string(data)
@@ -188,6 +213,24 @@ func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, time
 		return nil, 0, errors.New("http: encoding output: " + err.Error())
 	}
 	return b, 0, nil
+}
+
+// sensitiveWords mark a response header that may carry a credential or a
+// session (Set-Cookie, WWW-Authenticate, X-Auth-Token, X-Session-Id ...):
+// the output leaves it out unless keep_headers names it, because outputs
+// are stored in clear and shown by wfc status and events.
+var sensitiveWords = []string{"cookie", "auth", "token", "secret", "password", "session", "credential", "apikey", "api-key", "api_key"}
+
+// sensitiveHeader reports whether a response header is left out of the
+// output by default.
+func sensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range sensitiveWords {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // safeHeaders are the request headers a redirect to another host keeps.

@@ -13,7 +13,7 @@ import (
 func TestLimitHTTPErrorsHideTheURLPassword(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
 	defer srv.Close()
-	r := NewRegistry(Options{})
+	r := NewRegistry(Options{HTTPAllow: []string{"127.0.0.1"}})
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, u := range []string{
 		"http://alice:s3cret@127.0.0.1:1/refused",  // no response
@@ -59,7 +59,7 @@ func TestLimitHTTPRedirectDropsHeaders(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	r := NewRegistry(Options{})
+	r := NewRegistry(Options{HTTPAllow: []string{"127.0.0.1", "localhost"}})
 	cfg := `,"headers":{"X-Api-Key":"k","Accept-Language":"fr"}}`
 	if _, err := run(t, r, "http", `{"url":"`+srv.URL+`/away"`+cfg); err != nil {
 		t.Fatal(err)

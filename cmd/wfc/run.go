@@ -86,6 +86,67 @@ func (r runtimeFlags) check(fs *flags, env *Env) (_ *Env, code int, ok bool) {
 // badRetention reports a negative --retention, which means nothing.
 func (r runtimeFlags) badRetention() bool { return r.retention != nil && *r.retention < 0 }
 
+// handlerFlags are the flags of the commands that run handlers (run,
+// worker): --allow-exec and the http handler's network policy.
+type handlerFlags struct {
+	allowExec           *bool
+	httpAllow, httpDeny *commaList
+}
+
+func addHandlerFlags(fs *flags, env *Env) handlerFlags {
+	h := handlerFlags{
+		allowExec: fs.Bool("allow-exec", false, "let the exec handler run programs"),
+		httpAllow: newCommaList(env.Getenv("WFC_HTTP_ALLOW")),
+		httpDeny:  newCommaList(env.Getenv("WFC_HTTP_DENY")),
+	}
+	fs.Var(h.httpAllow, "http-allow", "let the http handler reach `HOSTS` even if loopback, private or link-local (refused by default): comma-separated IPs, CIDRs, host names, each may end in :port, or *; repeatable (default $WFC_HTTP_ALLOW)")
+	fs.Var(h.httpDeny, "http-deny", "never let the http handler reach `HOSTS`, whatever --http-allow says; as --http-allow (default $WFC_HTTP_DENY)")
+	return h
+}
+
+// registry returns the built-in handlers the flags configure, or a usage
+// error for a policy entry that means nothing.
+func (h handlerFlags) registry() (*handlers.Registry, error) {
+	if err := handlers.CheckHTTPPolicy(h.httpAllow.vals, h.httpDeny.vals); err != nil {
+		return nil, err
+	}
+	return handlers.NewRegistry(handlers.Options{AllowExec: *h.allowExec, HTTPAllow: h.httpAllow.vals, HTTPDeny: h.httpDeny.vals}), nil
+}
+
+// A commaList is a repeatable flag of comma-separated values. Its default
+// (from the environment) is replaced by the first use of the flag.
+type commaList struct {
+	vals []string
+	set  bool
+}
+
+func newCommaList(def string) *commaList { return &commaList{vals: splitComma(def)} }
+
+func (l *commaList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.vals, ",")
+}
+
+func (l *commaList) Set(s string) error {
+	if !l.set {
+		l.vals, l.set = nil, true
+	}
+	l.vals = append(l.vals, splitComma(s)...)
+	return nil
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level) (*runtime.Engine, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	o := runtime.Options{RedisURL: *r.redis, Shards: *r.shards, Logger: log}
@@ -107,7 +168,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
 	workers := fs.Int("workers", 4, "in-process workers")
-	allowExec := fs.Bool("allow-exec", false, "let the exec handler run programs")
+	hf := addHandlerFlags(fs, env)
 	jsonOut := fs.Bool("json", false, "print the run's final status as JSON")
 	quiet := fs.Bool("q", false, "do not print node progress")
 	args, code, ok := fs.parse(env, args)
@@ -126,6 +187,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if *workers < 1 {
 		return fs.usageError(env, "--workers must be at least 1")
 	}
+	reg, err := hf.registry()
+	if err != nil {
+		return fs.usageError(env, "%v", err)
+	}
 	w, in, code := prepareRun(ctx, env, "run", args[0], inputs, *inputFile)
 	if w == nil {
 		return code
@@ -140,7 +205,6 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "wfc: embedded Redis (in memory only: the run is lost when wfc exits; use --redis for a durable one)")
 		// Only the in-process workers can serve an embedded run: a handler
 		// they lack would leave it waiting forever.
-		reg := handlers.NewRegistry(handlers.Options{AllowExec: *allowExec})
 		if missing := runtime.MissingHandlers(w, reg); len(missing) > 0 {
 			fmt.Fprintf(env.Stderr, "wfc run: no implementation of handler %s in this process; run it against a Redis (--redis) served by a 'wfc worker' (or a worker of your own) that provides it\n", strings.Join(missing, ", "))
 			return exitFailed
@@ -151,7 +215,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// `wfc run` last at least a second). A short grace: when the run has
 	// ended (its deadline, a failure elsewhere), the handlers still running
 	// are of an ended run and are cancelled (exec's process group killed).
-	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
+	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{Handlers: reg, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
 	defer eng.StopWorkers()
 	id, err := eng.Submit(ctx, w, in)
 	if err != nil {
@@ -417,7 +481,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	rf := addRuntimeFlags(fs, env)
 	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default)")
 	conc := fs.Int("concurrency", 8, "handlers run at once")
-	allowExec := fs.Bool("allow-exec", false, "let the exec handler run programs")
+	hf := addHandlerFlags(fs, env)
 	verbose := fs.Bool("v", false, "log each node execution")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
@@ -431,6 +495,10 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	}
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required: a worker serves a shared Redis")
+	}
+	reg, err := hf.registry()
+	if err != nil {
+		return fs.usageError(env, "%v", err)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -447,7 +515,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		qs = strings.Split(*queues, ",")
 	}
 	fmt.Fprintf(env.Stderr, "wfc worker: serving %s (concurrency %d)\n", eng.RedisAddr(), *conc)
-	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, AllowExec: *allowExec})
+	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, Handlers: reg})
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +74,7 @@ func TestScripts(t *testing.T) {
 			"genwf":         cmdGenwf,
 			"redis-cluster": cmdRedisCluster,
 			"stdoutenv":     cmdStdoutEnv,
+			"http-server":   cmdHTTPServer,
 		},
 	})
 }
@@ -257,6 +260,31 @@ func haveRedisCluster() (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// http-server starts an HTTP server on a loopback port for the rest of
+// the script and sets $HTTP_URL (http://127.0.0.1:PORT) and $HTTP_PORT.
+// It answers /json with {"ok": true} and a Set-Cookie header, and
+// redirects /redirect?to=URL to URL.
+func cmdHTTPServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: http-server")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+		default:
+			w.Header().Set("Set-Cookie", "sid=s3cret")
+			w.Header().Set("X-Request-Id", "r-1")
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"ok": true}`))
+		}
+	}))
+	ts.Defer(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	ts.Setenv("HTTP_URL", srv.URL)
+	ts.Setenv("HTTP_PORT", port)
 }
 
 // redis-cluster starts a Redis Cluster of three masters (redis-server on

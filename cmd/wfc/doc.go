@@ -42,8 +42,10 @@
 // # Run, worker and the run commands
 //
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
-//	        [--workers N] [--allow-exec] [--json] [-q] FILE
+//	        [--workers N] [--allow-exec] [--http-allow HOSTS] [--http-deny HOSTS]
+//	        [--json] [-q] FILE
 //	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
+//	        [--http-allow HOSTS] [--http-deny HOSTS]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
 //
@@ -56,7 +58,10 @@
 // stored in a shared Redis; submit, status, cancel, retry and events act on
 // runs there. --redis defaults to $WFC_REDIS; wfc never prints the
 // password of a Redis URL. --shards N (at least 1) must be the same for
-// every command. See docs/runtime.md.
+// every command. The http handler of run and worker connects to no
+// loopback, private, link-local or other special address unless
+// --http-allow ($WFC_HTTP_ALLOW) lists it; --http-deny ($WFC_HTTP_DENY)
+// refuses hosts over it. See docs/runtime.md.
 //
 // # Fmt
 //

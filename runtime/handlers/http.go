@@ -36,11 +36,19 @@ func newHTTP(opts Options) *httpHandler {
 			h.policyErr = Permanentf("http: the worker's network policy: %v", err)
 			policy = &netPolicy{denyAll: true}
 		}
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		// Direct connections only: through a proxy the policy would see
-		// the proxy's address, not the one the request reaches.
-		t.Proxy = nil
-		t.DialContext = policy.dialer()
+		// http.DefaultTransport's settings, but every connection goes
+		// through the policy's dialer (not a clone of DefaultTransport: a
+		// program may have given it a DialTLSContext, which would bypass
+		// it), and directly: through a proxy the policy would see the
+		// proxy's address, not the one the request reaches.
+		t := &http.Transport{
+			DialContext:           policy.dialer(),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
 		h.client = &http.Client{Transport: t, CheckRedirect: checkRedirect}
 	}
 	if h.tries <= 0 {

@@ -6,7 +6,7 @@ import (
 	"github.com/google/cel-go/cel"
 )
 
-func TestURLFunctions(t *testing.T) {
+func TestLimitURLFunctions(t *testing.T) {
 	env, err := cel.NewEnv(append(Options(), cel.Variable("s", cel.StringType))...)
 	if err != nil {
 		t.Fatal(err)

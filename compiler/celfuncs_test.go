@@ -7,10 +7,11 @@ import (
 	"github.com/wfc-lang/wfc/lang/diag"
 )
 
-// url.pathEscape and url.queryEscape (package cellib) type-check as
-// string -> string, in expressions and templates; another argument type is
-// a type error at the call.
-func TestURLEscapeFunctions(t *testing.T) {
+// TestLimitURLEscapeFunctions: url.pathEscape and url.queryEscape (issue
+// #14 item 8; package cellib) type-check as string -> string, in
+// expressions and templates; another argument type is a type error at the
+// call.
+func TestLimitURLEscapeFunctions(t *testing.T) {
 	ok := `workflow w {
   input { name: string }
   task a {

@@ -7,8 +7,8 @@ import (
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 
-	"github.com/wfc-lang/wfc/cellib"
 	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/ir/cellib"
 )
 
 // provider gives cel-go's checker the structure of the workflow's types

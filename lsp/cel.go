@@ -8,8 +8,8 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 
-	"github.com/wfc-lang/wfc/cellib"
 	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/ir/cellib"
 )
 
 // The CEL functions completion offers, read once from a cel-go environment

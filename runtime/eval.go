@@ -20,8 +20,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 
-	"github.com/wfc-lang/wfc/cellib"
 	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/ir/cellib"
 )
 
 // CEL limits at run time (docs/language.md §6.6).

@@ -42,8 +42,9 @@
 // # Run, worker and the run commands
 //
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
-//	        [--workers N] [--allow-exec] [--json] [-q] FILE
+//	        [--workers N] [--allow-exec] [--secrets-file F] [--json] [-q] FILE
 //	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
+//	           [--secrets-file F]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
 //
@@ -55,7 +56,9 @@
 // embedded in-memory Redis and in-process workers. Worker serves the runs
 // stored in a shared Redis; submit, status, cancel, retry and events act on
 // runs there. --redis defaults to $WFC_REDIS; wfc never prints the
-// password of a Redis URL. --shards N (at least 1) must be the same for
+// password of a Redis URL. Workers resolve secret inputs from
+// --secrets-file and $WFC_SECRET_<name> and mask their values in all they
+// write (docs/security.md). --shards N (at least 1) must be the same for
 // every command. See docs/runtime.md.
 //
 // # Fmt

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -108,6 +109,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
 	workers := fs.Int("workers", 4, "in-process workers")
 	allowExec := fs.Bool("allow-exec", false, "let the exec handler run programs")
+	secretsFile := fs.String("secrets-file", "", "the in-process workers' secrets: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	jsonOut := fs.Bool("json", false, "print the run's final status as JSON")
 	quiet := fs.Bool("q", false, "do not print node progress")
 	args, code, ok := fs.parse(env, args)
@@ -130,6 +132,11 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if w == nil {
 		return code
 	}
+	secrets, err := runtime.LoadSecrets(*secretsFile, os.Environ())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		return exitFailed
+	}
 	eng, err := rf.open(ctx, env, slog.LevelWarn)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
@@ -151,7 +158,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// `wfc run` last at least a second). A short grace: when the run has
 	// ended (its deadline, a failure elsewhere), the handlers still running
 	// are of an ended run and are cancelled (exec's process group killed).
-	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
+	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{AllowExec: *allowExec, Secrets: secrets, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
 	defer eng.StopWorkers()
 	id, err := eng.Submit(ctx, w, in)
 	if err != nil {
@@ -418,6 +425,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default)")
 	conc := fs.Int("concurrency", 8, "handlers run at once")
 	allowExec := fs.Bool("allow-exec", false, "let the exec handler run programs")
+	secretsFile := fs.String("secrets-file", "", "secrets for secret inputs: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	verbose := fs.Bool("v", false, "log each node execution")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
@@ -436,6 +444,11 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
+	secrets, err := runtime.LoadSecrets(*secretsFile, os.Environ())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
+		return exitFailed
+	}
 	eng, err := rf.open(ctx, env, level)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
@@ -447,7 +460,11 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		qs = strings.Split(*queues, ",")
 	}
 	fmt.Fprintf(env.Stderr, "wfc worker: serving %s (concurrency %d)\n", eng.RedisAddr(), *conc)
-	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, AllowExec: *allowExec})
+	if secrets.Len() > 0 {
+		// The names only, never a value.
+		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
+	}
+	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, AllowExec: *allowExec, Secrets: secrets})
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()

@@ -394,6 +394,10 @@ func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, e
 			if t.Kind == ir.KindDuration {
 				return nil, fmt.Errorf("--input %s: %s must be a duration like 100ms, 1h30m or 2s (units ns, us, ms, s, m, h)", p, name)
 			}
+			if t.Kind == ir.KindSecret {
+				// Not the text: it may be the secret itself.
+				return nil, fmt.Errorf("--input %s=…: %v; the secret's value comes from the worker ($WFC_SECRET_<name> or --secrets-file)", name, err)
+			}
 			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON (%v)", p, name, t.String(), err)
 		}
 		in[name] = v

@@ -344,24 +344,12 @@ func (m maskHandler) attr(a slog.Attr) slog.Attr {
 		}
 		return slog.Group(a.Key, attrs...)
 	case slog.KindAny:
-		var err error
-		if e, ok := v.Any().(error); ok {
-			err = e
-		}
-		if err != nil || !isPlain(v.Any()) {
-			return slog.String(a.Key, m.s.Text(fmt.Sprint(v.Any())))
+		// An error, a struct, a slice: as text, only if that held a secret.
+		if text := fmt.Sprint(v.Any()); m.s.Text(text) != text {
+			return slog.String(a.Key, m.s.Text(text))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
-}
-
-// isPlain reports whether a logged value cannot hold text.
-func isPlain(v any) bool {
-	switch v.(type) {
-	case nil, bool, int, int64, uint64, float64:
-		return true
-	}
-	return false
 }
 
 func (m maskHandler) WithAttrs(as []slog.Attr) slog.Handler {

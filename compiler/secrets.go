@@ -14,7 +14,8 @@ import (
 // lintSecrets warns about credentials that would be stored in clear
 // (docs/language.md §4.4): a literal value of a credential header of the
 // http handler is part of the IR, which Redis holds in clear (WF6001); a
-// workflow output that reads a secret input stores *** (WF6002).
+// workflow output that reads a secret input, and whose type can hold text,
+// stores *** (WF6002).
 func (s *state) lintSecrets() {
 	for _, n := range s.nodes {
 		if n.kind == "task" && n.handler == "http" {
@@ -39,6 +40,12 @@ func (s *state) lintSecrets() {
 	for _, p := range s.outputs {
 		if p.Value == nil {
 			continue
+		}
+		if info := s.info.Exprs[p.Value]; info != nil && info.Type != nil {
+			switch info.Type.Kind {
+			case ir.KindBool, ir.KindInt, ir.KindNumber, ir.KindDuration, ir.KindNull:
+				continue // cannot hold the secret's text
+			}
 		}
 		for _, r := range s.info.Refs {
 			if r.Kind == RefInput && secret[r.Name] && r.Range.Start >= p.Value.Start && r.Range.End <= p.Value.End {

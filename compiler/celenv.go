@@ -110,7 +110,7 @@ func (p *provider) celType(t *ir.Type, name string) *types.Type {
 		return types.DynType
 	}
 	switch t.Kind {
-	case ir.KindString:
+	case ir.KindString, ir.KindSecret:
 		return types.StringType
 	case ir.KindInt:
 		return types.IntType

@@ -30,6 +30,14 @@ func (s *state) inputDefaults() {
 	}
 	for _, in := range s.inputs {
 		e := in.Decl.Default
+		if implicitSecretDefault(in) {
+			if !ir.ValidSecretName(in.Name) {
+				s.errorf(diag.DefaultType, in.Decl.Name.Range, "the secret's name defaults to the input's, which is longer than 128 bytes; give a shorter one as the default")
+				continue
+			}
+			s.defaults[in.Name], _ = json.Marshal(in.Name)
+			continue
+		}
 		if e == nil {
 			continue
 		}
@@ -87,6 +95,10 @@ func constFits(t *ir.Type, v any, path string) string {
 		return " at " + p
 	}
 	switch t.Kind {
+	case ir.KindSecret:
+		if str, ok := v.(string); !ok || !ir.ValidSecretName(str) {
+			return "the default of a secret input is the secret's name ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes), never its value"
+		}
 	case ir.KindDuration:
 		if str, ok := v.(string); ok {
 			if _, err := time.ParseDuration(str); err != nil {

@@ -265,10 +265,29 @@ func (s *state) declareInputs(b *ast.InputBlock) {
 				WithRelated(s.span(prev.Decl.Name.Range), "first declared here")
 			continue
 		}
-		in := &InputInfo{Name: name, Type: s.typeOf(f.Type), Required: !f.Optional && f.Default == nil, Decl: f}
+		var t *ir.Type
+		if f.Type != nil && f.Type.Name != nil && f.Type.Name.Name == ir.KindSecret {
+			// secret: the type of an input only (typeDepth refuses it elsewhere).
+			if len(f.Type.Args) > 0 {
+				s.errorf(diag.UnknownType, f.Type.Range, "`secret` takes no type arguments")
+			}
+			t = &ir.Type{Kind: ir.KindSecret}
+		} else {
+			t = s.typeOf(f.Type)
+		}
+		in := &InputInfo{Name: name, Type: t, Required: !f.Optional && f.Default == nil, Decl: f}
+		if implicitSecretDefault(in) {
+			in.Required = false // its default is its own name
+		}
 		s.inputs = append(s.inputs, in)
 		s.info.Inputs[name] = in
 	}
+}
+
+// implicitSecretDefault reports whether in is a secret input whose default
+// is its own name: one with neither a default nor `?`.
+func implicitSecretDefault(in *InputInfo) bool {
+	return in.Type.Kind == ir.KindSecret && in.Decl.Default == nil && !in.Decl.Optional
 }
 
 func (s *state) declareHandler(h *ast.Handler) {
@@ -449,6 +468,7 @@ var typeAliases = map[string]string{
 	"array": "list", "dict": "map", "object": "map", "dyn": "any",
 	"string": "string", "int": "int", "number": "number", "bool": "bool",
 	"duration": "duration", "any": "any", "list": "list", "map": "map",
+	"password": "secret", "token": "secret", "credential": "secret",
 }
 
 // typeOf converts a type expression.
@@ -480,6 +500,10 @@ func (s *state) typeDepth(t *ast.Type, depth int) *ir.Type {
 		return out
 	}
 	switch name {
+	case "secret":
+		s.errorf(diag.UnknownType, t.Range, "`secret` is only the type of a workflow input, not of a field, an element or a handler's config or output").
+			WithHint("declare the secret as an input (`token: secret`) and use input.token here")
+		return &ir.Type{Kind: ir.KindAny}
 	case "string", "int", "number", "bool", "duration", "any":
 		if len(t.Args) > 0 {
 			s.errorf(diag.UnknownType, t.Range, "`%s` takes no type arguments", name)
@@ -511,7 +535,7 @@ func (s *state) typeDepth(t *ast.Type, depth int) *ir.Type {
 		d.WithHint(fmt.Sprintf("did you mean `%s`?", alias))
 		d.WithFix(fmt.Sprintf("Change to `%s`", alias), s.span(t.Name.Range), alias)
 	} else {
-		s.didYouMean(d, t.Name.Range, name, []string{"string", "int", "number", "bool", "duration", "any", "list", "map"})
+		s.didYouMean(d, t.Name.Range, name, []string{"string", "int", "number", "bool", "duration", "any", "list", "map", "secret"})
 	}
 	return &ir.Type{Kind: ir.KindAny}
 }

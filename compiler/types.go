@@ -59,7 +59,11 @@ func (s *state) types() {
 	inputT := obj()
 	for _, in := range s.inputs {
 		// Inputs with a default are always present at run time.
-		inputT.Fields = append(inputT.Fields, ir.Field{Name: in.Name, Type: *in.Type, Optional: !in.Required && in.Decl.Default == nil})
+		t := *in.Type
+		if t.Kind == ir.KindSecret {
+			t = ir.Type{Kind: ir.KindString} // expressions see the value
+		}
+		inputT.Fields = append(inputT.Fields, ir.Field{Name: in.Name, Type: t, Optional: !in.Required && in.Decl.Default == nil && !implicitSecretDefault(in)})
 	}
 	opts := celOptions(s.prov)
 	opts = append(opts, cel.Variable("input", s.prov.celType(inputT, "wf.input")))
@@ -94,6 +98,7 @@ func (s *state) types() {
 		s.check(&scope{env: env}, p.Value, nil)
 	}
 	s.checkFinally()
+	s.lintSecrets()
 }
 
 // checkApprovers checks a human node's approvers: a list(string). A list
@@ -431,7 +436,7 @@ func (s *state) assignable(decl *ir.Type, actual *types.Type) bool {
 		return true
 	}
 	switch decl.Kind {
-	case ir.KindString:
+	case ir.KindString, ir.KindSecret: // (a secret input of a child flow takes the secret's name)
 		return k == types.StringKind
 	case ir.KindInt:
 		return k == types.IntKind || k == types.UintKind

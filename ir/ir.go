@@ -64,7 +64,17 @@ const (
 	KindMap      = "map"
 	KindObject   = "object"
 	KindNull     = "null"
+	// KindSecret is the type of a secret input only (never nested, never
+	// a field or handler type): its value in the run is the secret's name
+	// (ValidSecretName); a worker resolves the name to the value when an
+	// expression reads the input, as a string (docs/language.md §4.4).
+	KindSecret = "secret"
 )
+
+// ValidSecretName reports whether s may name a secret: [A-Za-z_][A-Za-z0-9_]*,
+// at most 128 bytes, so that it is also the suffix of an environment
+// variable (WFC_SECRET_<name>).
+func ValidSecretName(s string) bool { return len(s) <= 128 && isIdent(s) }
 
 // A Workflow represents one compiled workflow: the IR document.
 //

@@ -135,7 +135,11 @@ func (v *validator) inputs() {
 	for i, in := range v.w.Inputs {
 		p := at("/inputs").idx(i)
 		v.name(p.at("/name"), in.Name, "input", seen)
-		v.typ(p.at("/type"), &in.Type, 1)
+		if in.Type.Kind == KindSecret {
+			v.secretInput(p, &in)
+		} else {
+			v.typ(p.at("/type"), &in.Type, 1)
+		}
 		if in.Default != nil {
 			v.json(p.at("/default"), in.Default)
 		}
@@ -143,6 +147,21 @@ func (v *validator) inputs() {
 			v.addf(p.at("/required"), "an input with a default cannot be required")
 		}
 		v.loc(p.at("/loc"), in.Loc)
+	}
+}
+
+// secretInput checks a secret input: a plain type, and a default (if any)
+// that is a secret name.
+func (v *validator) secretInput(p *path, in *Input) {
+	if in.Type.Elem != nil || len(in.Type.Fields) > 0 {
+		v.addf(p.at("/type"), "a secret type has no elem or fields")
+	}
+	if in.Default == nil {
+		return
+	}
+	var name string
+	if json.Unmarshal(in.Default, &name) != nil || !ValidSecretName(name) {
+		v.addf(p.at("/default"), "the default of a secret input must be a secret name ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes)")
 	}
 }
 

@@ -71,6 +71,19 @@ func TestValidateProblems(t *testing.T) {
 			t.Elem = t
 			w.Inputs[0].Type = *t
 		}, "/inputs/0/type" + strings.Repeat("/elem", MaxTypeDepth), "nested more than 64"},
+		{"secret default not a name", lead, func(w *Workflow) {
+			w.Inputs[0] = Input{Name: "tok", Type: Type{Kind: KindSecret}, Default: json.RawMessage(`"Bearer abc"`)}
+		}, "/inputs/0/default", "must be a secret name"},
+		{"secret default not a string", lead, func(w *Workflow) {
+			w.Inputs[0] = Input{Name: "tok", Type: Type{Kind: KindSecret}, Default: json.RawMessage(`42`)}
+		}, "/inputs/0/default", "must be a secret name"},
+		{"secret with elem", lead, func(w *Workflow) {
+			w.Inputs[0] = Input{Name: "tok", Type: Type{Kind: KindSecret, Elem: &Type{Kind: KindString}}}
+		}, "/inputs/0/type", "a secret type has no elem or fields"},
+		{"secret in a list", lead, func(w *Workflow) {
+			w.Inputs[0].Type = Type{Kind: KindList, Elem: &Type{Kind: KindSecret}}
+		}, "/inputs/0/type/elem/kind", `invalid type kind "secret"`},
+		{"secret handler field", lead, func(w *Workflow) { w.Handlers[0].Config.Elem.Kind = KindSecret }, "/handlers/0/config/elem/kind", `invalid type kind "secret"`},
 		{"required with default", lead, func(w *Workflow) { w.Inputs[0].Default = json.RawMessage(`"x"`) }, "/inputs/0/required", "cannot be required"},
 		{"bad default", lead, func(w *Workflow) {
 			w.Inputs[0].Default, w.Inputs[0].Required = json.RawMessage(`{`), false

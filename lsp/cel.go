@@ -119,7 +119,7 @@ func celMembers(t *ir.Type) []string {
 	cat := celFunctions()
 	var k types.Kind
 	switch t.Kind {
-	case ir.KindString:
+	case ir.KindString, ir.KindSecret:
 		k = types.StringKind
 	case ir.KindInt:
 		k = types.IntKind

@@ -110,7 +110,7 @@ var enumValues = map[string][]string{
 }
 
 // typeNames are the names of types (docs/language.md §5.1).
-var typeNames = []string{"string", "int", "number", "bool", "duration", "any", "list", "map"}
+var typeNames = []string{"string", "int", "number", "bool", "duration", "any", "list", "map", "secret"}
 
 // reserved words cannot name nodes or inputs (docs/language.md §2.5).
 var reserved = map[string]bool{}

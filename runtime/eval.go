@@ -500,6 +500,11 @@ func checkType(v any, t *ir.Type, path string) error {
 		if _, ok := v.(bool); !ok {
 			return bad("bool")
 		}
+	case ir.KindSecret:
+		// The value is the secret's name, never the secret.
+		if s, ok := v.(string); !ok || !ir.ValidSecretName(s) {
+			return fmt.Errorf("%s: want the name of a secret ([A-Za-z_][A-Za-z0-9_]*, at most 128 bytes), not its value", path)
+		}
 	case ir.KindInt:
 		n, ok := v.(json.Number)
 		if !ok {

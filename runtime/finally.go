@@ -24,9 +24,9 @@ func (j *job) final() error {
 		Error  string `json:"error,omitempty"`
 	}
 	done := func(out json.RawMessage, err error) error {
-		a := args{base: j.base(), Gen: j.tok.Gen, OK: err == nil, Output: string(out)}
+		a := args{base: j.base(), Gen: j.tok.Gen, OK: err == nil, Output: string(j.w.opts.Secrets.JSON(out))}
 		if err != nil {
-			a.Error = err.Error()
+			a.Error = j.w.opts.Secrets.Text(err.Error())
 		}
 		return j.script("finaldone", a)
 	}

@@ -164,6 +164,13 @@ func ParseInput(w *ir.Workflow, name, text string) (any, error) {
 		switch in.Type.Kind {
 		case ir.KindString:
 			return text, nil
+		case ir.KindSecret:
+			// The secret's name, as text; checked here so that the error
+			// never quotes what may be the secret itself.
+			if err := checkType(text, &in.Type, "input "+name); err != nil {
+				return nil, err
+			}
+			return text, nil
 		case ir.KindDuration:
 			if _, err := time.ParseDuration(text); err != nil {
 				return nil, badDuration(name, text)

@@ -287,7 +287,7 @@ func (j *job) abort(reason, x string) error {
 		Gen    int    `json:"gen"`
 		Reason string `json:"reason"`
 		X      string `json:"x"`
-	}{j.base(), j.tok.Gen, reason, x})
+	}{j.base(), j.tok.Gen, j.w.opts.Secrets.Text(reason), x})
 }
 
 // outputs reads the latest outputs of the given nodes and, for the loop
@@ -362,6 +362,7 @@ func (j *job) activation(ids []string) (vars, error) {
 		return nil, &evalError{what: "activation", err: err}
 	}
 	act["run"] = map[string]any{"id": j.tok.Run}
+	j.secretInputs(act)
 	for _, id := range ids {
 		n := j.p.nodes[id]
 		m, ok := act[id].(map[string]any)
@@ -440,6 +441,7 @@ func (j *job) exec() error {
 	stop := j.markRunning()
 	out, err := j.call(h, cfg, -1, false)
 	stop()
+	out = j.w.opts.Secrets.JSON(out) // before the size check and any write
 	if err == nil {
 		err = j.checkOutput(out)
 	}
@@ -568,7 +570,7 @@ func (j *job) handlerFailed(err error, item int) error {
 			Attempt int    `json:"attempt"`
 			Due     int64  `json:"due"`
 			Error   string `json:"error"`
-		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, err.Error()})
+		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, j.w.opts.Secrets.Text(err.Error())})
 	}
 	return j.failNode(lastAttempt(j.n.Retry, attempt, err), item)
 }
@@ -630,7 +632,7 @@ func (j *job) evalFailed(err error, item int) error {
 // error code takes get real tokens, or, when no route takes it, the run
 // fails.
 func (j *job) failNode(err error, item int) error {
-	msg, code := err.Error(), errorCode(err)
+	msg, code := j.w.opts.Secrets.Text(err.Error()), errorCode(err)
 	if item >= 0 && j.n.ForEach != nil && j.n.ForEach.Tolerate != nil {
 		// The item's failure is tolerated while the node is within its
 		// tolerance: itemdone records it as the item's result.
@@ -721,7 +723,7 @@ func (j *job) expand(act vars) error {
 		if err != nil {
 			return j.failNode(fmt.Errorf("for_each item: %w", err), -1)
 		}
-		items = append(items, string(data))
+		items = append(items, string(j.w.opts.Secrets.JSON(data)))
 	}
 	if max := j.m.MaxFanout; max > 0 && len(items) > max {
 		return j.failNode(handlers.Errorf(CodeForEach, false, "for_each: %d items exceed max_fanout %d", len(items), max), -1)
@@ -784,6 +786,7 @@ func (j *job) item() error {
 		return j.evalFailed(err, k)
 	}
 	out, err := j.call(h, cfg, k, false)
+	out = j.w.opts.Secrets.JSON(out)
 	if err == nil {
 		err = j.checkOutput(out)
 	}
@@ -938,9 +941,9 @@ func (j *job) compensate() error {
 		Error  string `json:"error,omitempty"`
 	}
 	done := func(out json.RawMessage, err error) error {
-		a := args{base: j.base(), Gen: j.tok.Gen, Idx: idx, OK: err == nil, Output: string(out)}
+		a := args{base: j.base(), Gen: j.tok.Gen, Idx: idx, OK: err == nil, Output: string(j.w.opts.Secrets.JSON(out))}
 		if err != nil {
-			a.Error = err.Error()
+			a.Error = j.w.opts.Secrets.Text(err.Error())
 		}
 		return j.script("compdone", a)
 	}
@@ -990,7 +993,7 @@ func (j *job) compensate() error {
 				Attempt int    `json:"attempt"`
 				Due     int64  `json:"due"`
 				Error   string `json:"error"`
-			}{j.base(), j.tok.Gen, idx, attempt, due, err.Error()})
+			}{j.base(), j.tok.Gen, idx, attempt, due, j.w.opts.Secrets.Text(err.Error())})
 		}
 		err = lastAttempt(n.Retry, attempt, err)
 	}
@@ -1045,9 +1048,9 @@ func (j *job) finish() error {
 	if goalErr != "" {
 		a.Error = goalErr
 	} else if err != nil {
-		a.Error = "workflow outputs: " + err.Error()
+		a.Error = "workflow outputs: " + j.w.opts.Secrets.Text(err.Error())
 	} else {
-		a.Result = b.String()
+		a.Result = string(j.w.opts.Secrets.JSON([]byte(b.String())))
 	}
 	return j.script("finish", a)
 }

@@ -28,6 +28,9 @@ type WorkerOptions struct {
 	Handlers *handlers.Registry
 	// AllowExec enables the built-in exec handler when Handlers is nil.
 	AllowExec bool
+	// Secrets are the values the worker resolves secret inputs to, and
+	// masks in everything it writes (LoadSecrets; nil: none).
+	Secrets *Secrets
 	// Queues the worker serves (default: the control queue, "default").
 	Queues []string
 	// Concurrency is the number of messages handled at once (default 8).
@@ -209,9 +212,13 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	if s := e.st.ks.shards; s > 1 {
 		opts.Batch = max(1, min(opts.Batch, opts.Concurrency/s))
 	}
+	log := opts.Logger
+	if opts.Secrets.Len() > 0 {
+		log = slog.New(maskHandler{log.Handler(), opts.Secrets})
+	}
 	w := &Worker{
 		st: e.st, ks: e.st.ks, opts: opts,
-		log: opts.Logger.With("consumer", opts.Consumer),
+		log: log.With("consumer", opts.Consumer),
 		sem: make(chan struct{}, opts.Concurrency),
 	}
 	w.batch = newBatcher(e.st.rdb, opts.Concurrency, opts.Pipelines, w)

@@ -43,9 +43,9 @@
 //
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
 //	        [--workers N] [--allow-exec] [--http-allow HOSTS] [--http-deny HOSTS]
-//	        [--json] [-q] FILE
+//	        [--secrets-file F] [--json] [-q] FILE
 //	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
-//	        [--http-allow HOSTS] [--http-deny HOSTS]
+//	        [--http-allow HOSTS] [--http-deny HOSTS] [--secrets-file F]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
 //
@@ -61,7 +61,9 @@
 // every command. The http handler of run and worker connects to no
 // loopback, private, link-local or other special address unless
 // --http-allow ($WFC_HTTP_ALLOW) lists it; --http-deny ($WFC_HTTP_DENY)
-// refuses hosts over it. See docs/runtime.md.
+// refuses hosts over it. Workers resolve secret inputs from --secrets-file
+// and $WFC_SECRET_<name> and mask their values in all they write
+// (docs/security.md). See docs/runtime.md.
 //
 // # Fmt
 //

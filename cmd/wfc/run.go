@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -169,6 +170,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
 	workers := fs.Int("workers", 4, "in-process workers")
 	hf := addHandlerFlags(fs, env)
+	secretsFile := fs.String("secrets-file", "", "the in-process workers' secrets: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	jsonOut := fs.Bool("json", false, "print the run's final status as JSON")
 	quiet := fs.Bool("q", false, "do not print node progress")
 	args, code, ok := fs.parse(env, args)
@@ -195,6 +197,11 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if w == nil {
 		return code
 	}
+	secrets, err := runtime.LoadSecrets(*secretsFile, os.Environ())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		return exitFailed
+	}
 	eng, err := rf.open(ctx, env, slog.LevelWarn)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
@@ -215,7 +222,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// `wfc run` last at least a second). A short grace: when the run has
 	// ended (its deadline, a failure elsewhere), the handlers still running
 	// are of an ended run and are cancelled (exec's process group killed).
-	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{Handlers: reg, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
+	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
 	defer eng.StopWorkers()
 	id, err := eng.Submit(ctx, w, in)
 	if err != nil {
@@ -451,6 +458,10 @@ func parseInputs(w *ir.Workflow, pairs []string, file string) (map[string]any, e
 			if t.Kind == ir.KindDuration {
 				return nil, fmt.Errorf("--input %s: %s must be a duration like 100ms, 1h30m or 2s (units ns, us, ms, s, m, h)", p, name)
 			}
+			if t.Kind == ir.KindSecret {
+				// Not the text: it may be the secret itself.
+				return nil, fmt.Errorf("--input %s=…: %v; the secret's value comes from the worker ($WFC_SECRET_<name> or --secrets-file)", name, err)
+			}
 			return nil, fmt.Errorf("--input %s: %s must be %s written as JSON (%v)", p, name, t.String(), err)
 		}
 		in[name] = v
@@ -482,6 +493,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default)")
 	conc := fs.Int("concurrency", 8, "handlers run at once")
 	hf := addHandlerFlags(fs, env)
+	secretsFile := fs.String("secrets-file", "", "secrets for secret inputs: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	verbose := fs.Bool("v", false, "log each node execution")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
@@ -504,6 +516,11 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
+	secrets, err := runtime.LoadSecrets(*secretsFile, os.Environ())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
+		return exitFailed
+	}
 	eng, err := rf.open(ctx, env, level)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
@@ -515,7 +532,11 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		qs = strings.Split(*queues, ",")
 	}
 	fmt.Fprintf(env.Stderr, "wfc worker: serving %s (concurrency %d)\n", eng.RedisAddr(), *conc)
-	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, Handlers: reg})
+	if secrets.Len() > 0 {
+		// The names only, never a value.
+		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
+	}
+	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets})
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()

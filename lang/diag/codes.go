@@ -178,6 +178,17 @@ const (
 	RedundantAfter Code = "WF5003"
 )
 
+// Secrets: WF6xxx.
+const (
+	// CredentialLiteral: a credential-looking header of the http handler
+	// (Authorization, X-Api-Key, ...) with a literal value, which the IR
+	// keeps in clear in Redis; a secret input should give it.
+	CredentialLiteral Code = "WF6001"
+	// SecretOutput: a workflow output reads a secret input; the run's
+	// result would hold *** in its place.
+	SecretOutput Code = "WF6002"
+)
+
 // Internal errors: WF9xxx.
 const (
 	// Internal: the compiler produced an IR that its own checks reject; a bug
@@ -240,6 +251,9 @@ var all = []CodeInfo{
 	{DeadNode, Warning, "node removed: never runs"},
 	{ConstCondition, Warning, "constant condition"},
 	{RedundantAfter, Info, "redundant after edge"},
+
+	{CredentialLiteral, Warning, "literal credential in a header"},
+	{SecretOutput, Warning, "secret input in a workflow output"},
 
 	{Internal, Error, "internal compiler error"},
 }

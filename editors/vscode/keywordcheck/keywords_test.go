@@ -273,7 +273,7 @@ func TestKeywordsMatchCompiler(t *testing.T) {
 	wantSame(t, "joinModes vs ir.Join*", kw.group(t, "joinModes"), []string{ir.JoinAll, ir.JoinAny, ir.JoinSettled})
 	wantSame(t, "backoff vs ir.Backoff*", kw.group(t, "backoff"), []string{ir.BackoffFixed, ir.BackoffLinear, ir.BackoffExponential})
 	wantSame(t, "onTimeout vs ir.Timeout*", kw.group(t, "onTimeout"), []string{ir.TimeoutApprove, ir.TimeoutReject, ir.TimeoutFail})
-	wantSame(t, "types vs ir.Kind*", kw.group(t, "types"), []string{ir.KindString, ir.KindInt, ir.KindNumber, ir.KindBool, ir.KindDuration, ir.KindAny, ir.KindList, ir.KindMap})
+	wantSame(t, "types vs ir.Kind*", kw.group(t, "types"), []string{ir.KindString, ir.KindInt, ir.KindNumber, ir.KindBool, ir.KindDuration, ir.KindAny, ir.KindList, ir.KindMap, ir.KindSecret})
 
 	var builtins []string
 	for name := range compiler.Builtins() {

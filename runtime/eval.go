@@ -22,6 +22,7 @@ import (
 	"github.com/google/cel-go/ext"
 
 	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
 // CEL limits at run time (docs/language.md §6.6).
@@ -169,13 +170,13 @@ func (p *plan) evalBool(ctx context.Context, e *ir.Expr, what string, act vars) 
 	return bool(b), nil
 }
 
-// evalJSON evaluates e to JSON.
-func (p *plan) evalJSON(ctx context.Context, e *ir.Expr, what string, act vars) (json.RawMessage, error) {
+// evalJSON evaluates e to JSON of at most max bytes.
+func (p *plan) evalJSON(ctx context.Context, e *ir.Expr, what string, act vars, max int) (json.RawMessage, error) {
 	v, err := p.eval(ctx, e, what, act)
 	if err != nil {
 		return nil, err
 	}
-	data, err := celJSON(v)
+	data, err := celJSON(v, max)
 	if err != nil {
 		return nil, &evalError{what, e.Loc, err}
 	}
@@ -184,13 +185,13 @@ func (p *plan) evalJSON(ctx context.Context, e *ir.Expr, what string, act vars) 
 
 // value renders one ir.Value to JSON: a constant as is, an expression's
 // value, or a template's text (strings spliced as they are, other values as
-// JSON).
-func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars) (json.RawMessage, error) {
+// JSON), of at most max bytes.
+func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars, max int) (json.RawMessage, error) {
 	switch {
 	case v.Const != nil:
 		return v.Const, nil
 	case v.Expr != nil:
-		return p.evalJSON(ctx, v.Expr, what, act)
+		return p.evalJSON(ctx, v.Expr, what, act, max)
 	case v.Template != nil:
 		var b strings.Builder
 		for _, part := range v.Template {
@@ -203,10 +204,13 @@ func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars) (j
 				return nil, err
 			}
 			if s, ok := val.(types.String); ok {
+				if b.Len()+len(s) > max {
+					return nil, &evalError{what, part.Expr.Loc, fmt.Errorf("%w: the template's text is over the limit of %d bytes (max_output_bytes)", errTooBig, max)}
+				}
 				b.WriteString(string(s))
 				continue
 			}
-			data, err := celJSON(val)
+			data, err := celJSON(val, max-b.Len())
 			if err != nil {
 				return nil, &evalError{what, part.Expr.Loc, err}
 			}
@@ -217,8 +221,9 @@ func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars) (j
 	return json.RawMessage("null"), nil
 }
 
-// params renders a `with` block to a JSON object, fields in source order.
-func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars) (json.RawMessage, error) {
+// params renders a `with` block to a JSON object, fields in source order,
+// each value of at most max bytes.
+func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars, max int) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i := range ps {
@@ -228,7 +233,7 @@ func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars)
 		k, _ := json.Marshal(ps[i].Name)
 		b.Write(k)
 		b.WriteByte(':')
-		v, err := p.value(ctx, &ps[i].Value, fmt.Sprintf("%s.with.%s", node, ps[i].Name), act)
+		v, err := p.value(ctx, &ps[i].Value, fmt.Sprintf("%s.with.%s", node, ps[i].Name), act, max)
 		if err != nil {
 			return nil, err
 		}
@@ -238,18 +243,46 @@ func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars)
 	return b.Bytes(), nil
 }
 
-// celJSON converts a CEL value to JSON.
-func celJSON(v ref.Val) (json.RawMessage, error) {
-	x, err := celNative(v, 0)
+// errTooBig: a value's JSON is over the limit it is converted under
+// (max_output_bytes); the node fails with code output, as when a handler's
+// output is.
+var errTooBig error = &handlers.Error{Code: CodeOutput, Message: "value too large"}
+
+// celJSON converts a CEL value to JSON of at most max bytes. The bound is
+// checked while the value is walked, before its JSON is made: a list of
+// 10,000 references to one 1 MB string is small in memory and 10 GB as
+// JSON.
+func celJSON(v ref.Val, max int) (json.RawMessage, error) {
+	budget := max
+	x, err := celNative(v, 0, &budget)
+	if errors.Is(err, errTooBig) {
+		return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(x)
+	data, err := json.Marshal(x)
+	if err == nil && len(data) > max {
+		// (Escapes made it longer than the walk counted.)
+		return nil, fmt.Errorf("%w: %d bytes as JSON, over the limit of %d (max_output_bytes)", errTooBig, len(data), max)
+	}
+	return data, err
 }
 
-func celNative(v ref.Val, depth int) (any, error) {
+// celNative converts a CEL value to Go, counting at least the bytes of
+// its JSON against *budget and failing once that goes below zero.
+func celNative(v ref.Val, depth int, budget *int) (any, error) {
 	if depth > 64 {
 		return nil, errors.New("value nested too deeply")
+	}
+	n := 8 // a scalar, or a list's or map's brackets and separators
+	if s, ok := v.(types.String); ok {
+		n = len(s) + 2
+	} else if b, ok := v.(types.Bytes); ok {
+		n = len(b)*4/3 + 4
+	}
+	if *budget -= n; *budget < 0 {
+		return nil, errTooBig
 	}
 	switch x := v.(type) {
 	case types.Null:
@@ -278,7 +311,7 @@ func celNative(v ref.Val, depth int) (any, error) {
 	if l, ok := v.(traits.Lister); ok {
 		out := []any{}
 		for it := l.Iterator(); it.HasNext() == types.True; {
-			e, err := celNative(it.Next(), depth+1)
+			e, err := celNative(it.Next(), depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -295,13 +328,13 @@ func celNative(v ref.Val, depth int) (any, error) {
 			case types.String:
 				ks = string(kk)
 			default:
-				kn, err := celNative(k, depth+1)
+				kn, err := celNative(k, depth+1, budget)
 				if err != nil {
 					return nil, err
 				}
 				ks = fmt.Sprint(kn)
 			}
-			e, err := celNative(m.Get(k), depth+1)
+			e, err := celNative(m.Get(k), depth+1, budget)
 			if err != nil {
 				return nil, err
 			}

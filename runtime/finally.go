@@ -54,7 +54,7 @@ func (j *job) final() error {
 	if err != nil {
 		return done(nil, err)
 	}
-	cfg, err := j.p.params(j.ctx, f.With, "finally", act)
+	cfg, err := j.p.params(j.ctx, f.With, "finally", act, j.maxOutput())
 	if err != nil {
 		return done(nil, err)
 	}

@@ -36,8 +36,11 @@ local size = 0
 if A.mode == 'ok' then size = #A.output elseif A.mode == 'fail' then size = #(A.error or '') end
 if overstate(size) then
   if A.mode == 'ok' then return 'state' end
-  A.error = 'the error of ' .. x .. ' (' .. size .. ' bytes) would take the run\'s stored values over the limit of ' ..
-    A.maxstate .. ' bytes (max_state_bytes)'
+  -- (Its first 256 bytes are kept, not counted: once, as the run ends.)
+  local cut = string.sub(A.error, 1, 256)
+  if #cut < size then cut = cut .. '...' end
+  A.error = cut .. ' [the error of ' .. x .. ', ' .. size .. ' bytes, would take the run\'s stored values over the limit of ' ..
+    A.maxstate .. ' bytes (max_state_bytes)]'
   A.code, A.failrun, size = 'state', true, 0
 end
 

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,9 +25,12 @@ func (j *job) final() error {
 		Error  string `json:"error,omitempty"`
 	}
 	done := func(out json.RawMessage, err error) error {
+		if max := j.maxOutput(); err == nil && len(out) > max {
+			out, err = nil, fmt.Errorf("output of %d bytes, over the limit of %d (max_output_bytes)", len(out), max)
+		}
 		a := args{base: j.base(), Gen: j.tok.Gen, OK: err == nil, Output: string(out)}
 		if err != nil {
-			a.Error = err.Error()
+			a.Error = clipError(err.Error())
 		}
 		return j.script("finaldone", a)
 	}

@@ -584,17 +584,25 @@ func (j *job) handlerFailed(err error, item int) error {
 	}
 	attempt := max(j.tok.Attempt, 1)
 	if due, retry := retryDue(j.n.Retry, attempt, err); retry {
-		return j.script("retry", struct {
+		msg := clipError(err.Error())
+		reply, serr := j.scriptReply("retry", struct {
 			base
-			Node    string `json:"node"`
-			Iter    string `json:"iter"`
-			Hop     int    `json:"hop"`
-			Gen     int    `json:"gen"`
-			Item    int    `json:"item"`
-			Attempt int    `json:"attempt"`
-			Due     int64  `json:"due"`
-			Error   string `json:"error"`
-		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, clipError(err.Error())})
+			Node     string `json:"node"`
+			Iter     string `json:"iter"`
+			Hop      int    `json:"hop"`
+			Gen      int    `json:"gen"`
+			Item     int    `json:"item"`
+			Attempt  int    `json:"attempt"`
+			Due      int64  `json:"due"`
+			Error    string `json:"error"`
+			MaxState int    `json:"maxstate"`
+		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, msg, j.maxState()})
+		if serr == nil && reply == "state" {
+			// The attempt's error (which its event keeps) does not fit: no
+			// more attempts.
+			return j.failNode(j.stateErr(fmt.Sprintf("the error of attempt %d", attempt), len(msg)), item)
+		}
+		return serr
 	}
 	return j.failNode(lastAttempt(j.n.Retry, attempt, err), item)
 }
@@ -992,9 +1000,12 @@ func (j *job) compensate() error {
 		Error  string `json:"error,omitempty"`
 	}
 	done := func(out json.RawMessage, err error) error {
+		if max := j.maxOutput(); err == nil && len(out) > max {
+			out, err = nil, fmt.Errorf("output of %d bytes, over the limit of %d (max_output_bytes)", len(out), max)
+		}
 		a := args{base: j.base(), Gen: j.tok.Gen, Idx: idx, OK: err == nil, Output: string(out)}
 		if err != nil {
-			a.Error = err.Error()
+			a.Error = clipError(err.Error())
 		}
 		return j.script("compdone", a)
 	}
@@ -1044,7 +1055,7 @@ func (j *job) compensate() error {
 				Attempt int    `json:"attempt"`
 				Due     int64  `json:"due"`
 				Error   string `json:"error"`
-			}{j.base(), j.tok.Gen, idx, attempt, due, err.Error()})
+			}{j.base(), j.tok.Gen, idx, attempt, due, clipError(err.Error())})
 		}
 		err = lastAttempt(n.Retry, attempt, err)
 	}

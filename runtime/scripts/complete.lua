@@ -45,7 +45,7 @@ if overstate(size) then
 end
 
 -- Writes.
-addbytes(size)
+if A.mode ~= 'skip' then addbytes(size) end
 local consumed = -1
 if A.item >= 0 then
   -- An item failed the for_each node: the items still in flight (queued,

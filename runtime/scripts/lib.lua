@@ -65,7 +65,7 @@ local function overstate(n)
   return max > 0 and tonumber(redis.call('HGET', STATE, 'run|bytes') or '0') + n > max
 end
 local function addbytes(n)
-  if n > 0 then redis.call('HINCRBY', STATE, 'run|bytes', n) end
+  redis.call('HINCRBY', STATE, 'run|bytes', n)
 end
 
 -- AUX: the run's state field that says it has an applied, items or comp

@@ -281,3 +281,28 @@ func TestLimitExpressionMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitStateBoundRetries: a retried attempt's error is a value of the
+// run too (its node.retry event keeps it): the retry that would pass
+// max_state_bytes is refused and the node fails with code state, without
+// more attempts.
+func TestLimitStateBoundRetries(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		// "flaky: attempt N fails" is 22 bytes: two fit in 50, not three.
+		w := build(t, wfSpec{set: ir.Settings{MaxStateBytes: 50},
+			nodes: []*nodeSpec{task("a", "flaky", with("fails", konst("9")), retry(10, ir.BackoffFixed, 1))}})
+		st := v.run(w, nil)
+		n := st.Nodes["a"]
+		if st.State != RunFailed || n == nil || n.Code != CodeState || !strings.Contains(st.Error, "over the limit of 50 bytes (max_state_bytes)") {
+			t.Fatalf("%s %q %+v", st.State, st.Error, n)
+		}
+		if c := v.callCount(st.RunID + "/a"); c != 3 {
+			t.Errorf("%d attempts, want 3", c)
+		}
+		if used, _ := runBytes(t, v, st.RunID); used != 44 {
+			t.Errorf("run|bytes %d, want 44", used)
+		}
+	})
+}

@@ -112,7 +112,7 @@ func (s *state) declare() {
 	}
 }
 
-var workflowItems = []string{"version", "description", "deadline", "max_hops", "max_fanout", "input", "output", "finally", "handler", "task", "agent", "human", "flow"}
+var workflowItems = []string{"version", "description", "deadline", "max_hops", "max_fanout", "max_input_bytes", "max_output_bytes", "max_state_bytes", "input", "output", "finally", "handler", "task", "agent", "human", "flow"}
 
 func (s *state) unknownItem(k *ast.Ident, where string, allowed []string) {
 	// After a syntax error or a bad character earlier on the same line the
@@ -154,6 +154,12 @@ func (s *state) workflowSetting(it *ast.Setting) {
 		s.settings.MaxHops = s.intValue(it, 1, 1<<31-1)
 	case "max_fanout":
 		s.settings.MaxFanout = s.intValue(it, 1, 1<<31-1)
+	case "max_input_bytes":
+		s.settings.MaxInputBytes = s.intValue(it, 1, ir.MaxSettingBytes)
+	case "max_output_bytes":
+		s.settings.MaxOutputBytes = s.intValue(it, 1, ir.MaxSettingBytes)
+	case "max_state_bytes":
+		s.settings.MaxStateBytes = s.intValue(it, 1, ir.MaxSettingBytes)
 	default:
 		s.unknownItem(it.Key, "workflow", workflowItems)
 	}

@@ -24,6 +24,9 @@ const (
 	MaxAttempts   = 1000      // retry attempts (the compiler's limit)
 	MaxLoop       = 1_000_000 // loop iterations (max)
 	MaxExprSize   = 10_000    // code points of one CEL expression
+	// MaxSettingBytes bounds the byte settings (max_input_bytes, ...)
+	// like the other integer settings: 2^31-1.
+	MaxSettingBytes = 1<<31 - 1
 )
 
 var workflowType = reflect.TypeFor[Workflow]()

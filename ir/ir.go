@@ -114,6 +114,11 @@ type Settings struct {
 	DeadlineMS int64 `json:"deadline_ms,omitempty"`
 	MaxHops    int   `json:"max_hops,omitempty"`
 	MaxFanout  int   `json:"max_fanout,omitempty"`
+	// Value bounds (bytes, as JSON): a workflow may lower the submitter's
+	// or worker's bound, never raise it (the runtime takes the smaller).
+	MaxInputBytes  int `json:"max_input_bytes,omitempty"`
+	MaxOutputBytes int `json:"max_output_bytes,omitempty"`
+	MaxStateBytes  int `json:"max_state_bytes,omitempty"`
 }
 
 // An Input represents one declared workflow input. Required is true exactly

@@ -128,6 +128,14 @@ func (v *validator) header() {
 	if w.Settings.MaxFanout < 0 {
 		v.addf(at("/settings/max_fanout"), "must not be negative")
 	}
+	for _, s := range []struct {
+		name string
+		n    int
+	}{{"max_input_bytes", w.Settings.MaxInputBytes}, {"max_output_bytes", w.Settings.MaxOutputBytes}, {"max_state_bytes", w.Settings.MaxStateBytes}} {
+		if s.n < 0 || s.n > MaxSettingBytes {
+			v.addf(at("/settings/"+s.name), "must be 1 to %d (0: not set)", MaxSettingBytes)
+		}
+	}
 }
 
 func (v *validator) inputs() {

@@ -52,6 +52,9 @@ func TestValidateProblems(t *testing.T) {
 		{"negative deadline", lead, func(w *Workflow) { w.Settings.DeadlineMS = -1 }, "/settings/deadline_ms", "negative"},
 		{"negative hops", lead, func(w *Workflow) { w.Settings.MaxHops = -1 }, "/settings/max_hops", "negative"},
 		{"negative fanout", lead, func(w *Workflow) { w.Settings.MaxFanout = -1 }, "/settings/max_fanout", "negative"},
+		{"negative input bytes", lead, func(w *Workflow) { w.Settings.MaxInputBytes = -1 }, "/settings/max_input_bytes", "must be 1 to 2147483647"},
+		{"huge output bytes", lead, func(w *Workflow) { w.Settings.MaxOutputBytes = 1 << 31 }, "/settings/max_output_bytes", "must be 1 to 2147483647"},
+		{"negative state bytes", lead, func(w *Workflow) { w.Settings.MaxStateBytes = -5 }, "/settings/max_state_bytes", "must be 1 to 2147483647"},
 
 		// Inputs, outputs, types, values.
 		{"bad input name", lead, func(w *Workflow) { w.Inputs[0].Name = "lead-id" }, "/inputs/0/name", `invalid input name "lead-id"`},

@@ -188,6 +188,7 @@ var wItemKeywords = map[string]bool{
 	"task": true, "agent": true, "human": true, "flow": true, "handler": true,
 	"input": true, "output": true, "version": true, "description": true,
 	"deadline": true, "max_hops": true, "max_fanout": true, "finally": true,
+	"max_input_bytes": true, "max_output_bytes": true, "max_state_bytes": true,
 }
 
 // nodeItemKeywords start node items.

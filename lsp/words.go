@@ -60,6 +60,9 @@ var workflowItems = []word{
 	{"deadline", "deadline DURATION", "Wall-clock limit of a run.", nil},
 	{"max_hops", "max_hops N", "Limit of node executions along one chain of tokens.", nil},
 	{"max_fanout", "max_fanout N", "Limit of the outgoing edges of a node and of the items of one for_each.", nil},
+	{"max_input_bytes", "max_input_bytes N", "Limit of a run's inputs, as JSON bytes (at most the submitter's limit).", nil},
+	{"max_output_bytes", "max_output_bytes N", "Limit of a node's output, as JSON bytes (at most the worker's limit).", nil},
+	{"max_state_bytes", "max_state_bytes N", "Limit of the values a run stores: outputs, errors, items (at most the worker's limit).", nil},
 }
 
 // topItems are the declarations of a file.
@@ -135,7 +138,7 @@ var targetKeys = map[string]bool{
 var valueKeys = map[string]bool{
 	"timeout": true, "attempts": true, "delay": true, "max_delay": true, "max": true, "temperature": true,
 	"model": true, "prompt": true, "run": true, "uses": true, "description": true, "version": true,
-	"deadline": true, "max_hops": true, "max_fanout": true, "approvers": true, "parallel": true, "for_each": true,
+	"deadline": true, "max_hops": true, "max_fanout": true, "max_input_bytes": true, "max_output_bytes": true, "max_state_bytes": true, "approvers": true, "parallel": true, "for_each": true,
 	"import": true, "workflow": true,
 }
 

@@ -88,7 +88,7 @@ func TestWorkflowItemsMatchCompiler(t *testing.T) {
 		"task": `task t { run "noop" }`, "agent": `agent g { model "m"  prompt "p" }`, "human": `human h { approvers ["a@x"] }`,
 		"flow": `flow f { uses "child.wf" }`, "input": "input { x: int = 1 }", "output": "output { r = 1 }",
 		"handler": `handler "h2" { }`, "version": `version "1"`, "description": `description "d"`, "deadline": "deadline 1h",
-		"max_hops": "max_hops 10", "max_fanout": "max_fanout 10", "finally": `finally { run "noop" }`,
+		"max_hops": "max_hops 10", "max_fanout": "max_fanout 10", "max_input_bytes": "max_input_bytes 10", "max_output_bytes": "max_output_bytes 10", "max_state_bytes": "max_state_bytes 10", "finally": `finally { run "noop" }`,
 	}
 	for _, w := range workflowItems {
 		v, ok := values[w.name]

@@ -208,7 +208,7 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 		before := snapshot()
 		mq, ctl := ref.queueIndex(ControlQueue), ref.queueIndex(ControlQueue)
 		akeys := v.e.st.ks.advanceKeys(run, ref.queues)
-		good := []any{"a", "{}", 2, 0, nowMS(), mq, msgs[0].ID, run, ctl, "0", "b", mq, 0, "c", mq, 0}
+		good := []any{"a", "{}", 2, 0, nowMS(), mq, msgs[0].ID, run, ctl, "0", 1 << 20, "b", mq, 0, "c", mq, 0}
 		// set returns a copy of args with args[i] = val.
 		set := func(args []any, i int, val any) []any {
 			a := slices.Clone(args)
@@ -223,13 +223,14 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			"message queue index":  with(5, 99),
 			"message queue zero":   with(5, 0),
 			"control queue index":  with(8, 99),
-			"successor queue":      with(11, 99),
-			"successor queue text": with(14, "x"),
-			"successor queue zero": with(14, 0),
+			"state limit":          with(10, "x"),
+			"successor queue":      with(12, 99),
+			"successor queue text": with(15, "x"),
+			"successor queue zero": with(15, 0),
 			"fractional queue":     with(5, "1.5"),
-			"fractional successor": with(11, "1.5"),
-			"join size":            append(slices.Clone(good[:10]), "d", mq, "x"),
-			"fractional join size": append(slices.Clone(good[:10]), "d", mq, "1.5"),
+			"fractional successor": with(12, "1.5"),
+			"join size":            append(slices.Clone(good[:11]), "d", mq, "x"),
+			"fractional join size": append(slices.Clone(good[:11]), "d", mq, "1.5"),
 		} {
 			err := v.e.st.scripts["advance"].Run(v.ctx, v.e.st.rdb, akeys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "bad advance call") {

@@ -44,7 +44,8 @@ type Options struct {
 	MaxHops   int
 	MaxFanout int
 	// MaxInputBytes bounds a run's inputs as JSON (default 1 MiB): every
-	// execution of the run reads them.
+	// execution of the run reads them. A workflow's max_input_bytes lowers
+	// it for its runs; it cannot raise it.
 	MaxInputBytes int
 	// Retention is how long a run's keys (meta, state, outputs, event log,
 	// ...) are kept once the run ends: when it completes, is cancelled, or
@@ -390,8 +391,8 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	if err != nil {
 		return "", err
 	}
-	if len(in) > e.opts.MaxInputBytes {
-		return "", &InputError{Problems: []string{fmt.Sprintf("the inputs are %d bytes, over the limit of %d", len(in), e.opts.MaxInputBytes)}}
+	if max := effectiveLimit(p.w.Settings.MaxInputBytes, e.opts.MaxInputBytes); len(in) > max {
+		return "", &InputError{Problems: []string{fmt.Sprintf("the inputs are %d bytes, over the limit of %d (max_input_bytes)", len(in), max)}}
 	}
 	run := c.runID
 	if run == "" {

@@ -14,20 +14,27 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
 
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/ir/cellib"
+	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
-// CEL limits at run time (docs/language.md §6.6).
+// CEL limits at run time (docs/language.md §6.6). celMaxString bounds
+// the string one call makes (replace, join, format), checked before it is
+// made; sizeCost charges 0.1 a byte, so the cost limit allows no more.
 const (
 	celCostLimit   = 1_000_000
 	celEvalTimeout = time.Second
+	celMaxString   = 10 * celCostLimit
 )
 
 // celCache compiles a plan's expressions once. Every name an expression
@@ -87,7 +94,8 @@ func (c *celCache) program(src string) (cel.Program, error) {
 	if iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	p, err := c.env.Program(ast, cel.CostLimit(celCostLimit), cel.InterruptCheckFrequency(100))
+	p, err := c.env.Program(ast, cel.CostLimit(celCostLimit), cel.CostTracking(sizeCost{}),
+		cel.CustomDecoratorV2(guardCalls), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +108,209 @@ func (c *celCache) program(src string) (cel.Program, error) {
 	}
 	c.refs[src] = names
 	return p, nil
+}
+
+// sizeCost charges a call that makes a string, bytes, list or map by the
+// size of what it made (0.1 a byte, 1 an element), so that the cost limit
+// bounds the memory an evaluation allocates too. cel-go charges `+` on
+// strings by their size only when the checker chose the string overload,
+// and every name here is dyn: `input.s + input.s` cost 3, and a map over
+// 100,000 items concatenating a 1 MB string allocated 2 GB in a second.
+// A list is charged by the elements it made: a comprehension's
+// accumulator (a mutable list, appended to) by those appended, so that
+// `l.map(x, f(x))` stays linear.
+type sizeCost struct{}
+
+func (sizeCost) CallCost(_, _ string, args []ref.Val, result ref.Val) *uint64 {
+	var n uint64
+	switch r := result.(type) {
+	case types.String:
+		n = uint64(len(r)) / 10
+	case types.Bytes:
+		n = uint64(len(r)) / 10
+	case traits.MutableLister:
+		if len(args) == 2 {
+			if l, ok := args[1].(traits.Sizer); ok {
+				n = sizeOf(l)
+			}
+		}
+	case traits.Sizer:
+		n = sizeOf(r)
+	}
+	if n == 0 {
+		return nil // cel-go's own cost
+	}
+	n++
+	return &n
+}
+
+func sizeOf(s traits.Sizer) uint64 {
+	if n, ok := s.Size().(types.Int); ok && n > 0 {
+		return uint64(n)
+	}
+	return 0
+}
+
+// guardCalls wraps the calls that can make a string much larger than
+// their arguments — replace (every match, or every character for "",
+// replaced by a long string), join and format (of a list holding one long
+// string many times) — so that the size of what they would make is
+// checked before they make it: the cost limit counts it only afterwards,
+// and `s.replace("", s)` with s of 1 MB is 1 TB. The checked call runs
+// cel-go's own implementation (a program of that one call).
+func guardCalls(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+	call, ok := i.(interpreter.InterpretableCall)
+	if !ok {
+		return i, nil
+	}
+	fn, args := call.Function(), call.Args()
+	bound := callBounds[fn]
+	if bound == nil {
+		return i, nil
+	}
+	impl, err := delegate(fn, len(args))
+	if err != nil || impl == nil {
+		return i, err
+	}
+	return interpreter.NewCall(call.ID(), fn, call.OverloadID(), args, func(vals ...ref.Val) ref.Val {
+		if n := bound(vals); n > celMaxString {
+			return types.NewErr("%s would make a string of more than %d bytes, over the limit of %d", fn, n, celMaxString)
+		}
+		return impl(vals)
+	}), nil
+}
+
+// callBounds: for each guarded function, an upper bound of the bytes of
+// what a call makes (or a value above celMaxString as soon as it knows
+// the call makes more), from its arguments.
+var callBounds = map[string]func([]ref.Val) int{
+	"replace": func(v []ref.Val) int {
+		s, ok1 := strArg(v, 0)
+		old, ok2 := strArg(v, 1)
+		nw, ok3 := strArg(v, 2)
+		if !ok1 || !ok2 || !ok3 || len(nw) <= len(old) {
+			return 0
+		}
+		var k int
+		if old == "" {
+			k = utf8.RuneCountInString(s) + 1
+		} else {
+			k = strings.Count(s, old)
+		}
+		if len(v) > 3 {
+			if n, ok := v[3].(types.Int); ok && n >= 0 && int64(n) < int64(k) {
+				k = int(n)
+			}
+		}
+		return len(s) + k*(len(nw)-len(old))
+	},
+	"join": func(v []ref.Val) int {
+		sep, _ := strArg(v, 1)
+		n := 0
+		if l, ok := v[0].(traits.Lister); ok {
+			for it := l.Iterator(); it.HasNext() == types.True && n <= celMaxString; {
+				if s, ok := it.Next().(types.String); ok {
+					n += len(s) + len(sep)
+				}
+			}
+		}
+		return n
+	},
+	"format": func(v []ref.Val) int {
+		f, _ := strArg(v, 0)
+		n := len(f)
+		if len(v) > 1 {
+			n += textSize(v[1], celMaxString-n, 0)
+		}
+		return n
+	},
+}
+
+func strArg(v []ref.Val, i int) (string, bool) {
+	if i >= len(v) {
+		return "", false
+	}
+	s, ok := v[i].(types.String)
+	return string(s), ok
+}
+
+// textSize bounds the text of v as format prints it (its strings and
+// bytes in full, at most 64 bytes for a scalar, 2 per element more),
+// stopping once it passes max.
+func textSize(v ref.Val, max, depth int) int {
+	switch x := v.(type) {
+	case types.String:
+		return len(x)
+	case types.Bytes:
+		return 2 * len(x)
+	}
+	n := 64
+	if depth > 64 {
+		return n
+	}
+	if l, ok := v.(traits.Lister); ok {
+		for it := l.Iterator(); it.HasNext() == types.True && n <= max; {
+			n += 2 + textSize(it.Next(), max-n, depth+1)
+		}
+	} else if m, ok := v.(traits.Mapper); ok {
+		for it := m.Iterator(); it.HasNext() == types.True && n <= max; {
+			k := it.Next()
+			n += 4 + textSize(k, max-n, depth+1)
+			n += textSize(m.Get(k), max-n, depth+1)
+		}
+	}
+	return n
+}
+
+var delegates struct {
+	once sync.Once
+	env  *cel.Env
+	err  error
+	mu   sync.Mutex
+	prg  map[string]cel.Program
+}
+
+// delegate returns cel-go's implementation of receiver function fn with
+// nargs arguments (the receiver included), as a program of that call.
+func delegate(fn string, nargs int) (func([]ref.Val) ref.Val, error) {
+	d := &delegates
+	d.once.Do(func() {
+		d.env, d.err = cel.NewEnv(ext.Strings(), cel.Variable("a0", cel.DynType), cel.Variable("a1", cel.DynType),
+			cel.Variable("a2", cel.DynType), cel.Variable("a3", cel.DynType))
+		d.prg = map[string]cel.Program{}
+	})
+	if d.err != nil || nargs < 1 || nargs > 4 {
+		return nil, d.err
+	}
+	names := []string{"a1", "a2", "a3"}[:nargs-1]
+	src := fmt.Sprintf("a0.%s(%s)", fn, strings.Join(names, ", "))
+	d.mu.Lock()
+	prg, ok := d.prg[src]
+	if !ok {
+		ast, iss := d.env.Compile(src)
+		if iss.Err() != nil {
+			d.mu.Unlock()
+			return nil, nil // no such call: leave it as it is
+		}
+		var err error
+		if prg, err = d.env.Program(ast); err != nil {
+			d.mu.Unlock()
+			return nil, err
+		}
+		d.prg[src] = prg
+	}
+	d.mu.Unlock()
+	return func(vals []ref.Val) ref.Val {
+		act := make(map[string]any, len(vals))
+		for i, v := range vals {
+			act["a"+strconv.Itoa(i)] = v
+		}
+		out, _, err := prg.Eval(act)
+		if err != nil {
+			return types.WrapErr(err)
+		}
+		return out
+	}, nil
 }
 
 // names returns the variables an expression refers to.
@@ -168,13 +379,13 @@ func (p *plan) evalBool(ctx context.Context, e *ir.Expr, what string, act vars) 
 	return bool(b), nil
 }
 
-// evalJSON evaluates e to JSON.
-func (p *plan) evalJSON(ctx context.Context, e *ir.Expr, what string, act vars) (json.RawMessage, error) {
+// evalJSON evaluates e to JSON of at most max bytes.
+func (p *plan) evalJSON(ctx context.Context, e *ir.Expr, what string, act vars, max int) (json.RawMessage, error) {
 	v, err := p.eval(ctx, e, what, act)
 	if err != nil {
 		return nil, err
 	}
-	data, err := celJSON(v)
+	data, err := celJSON(v, max)
 	if err != nil {
 		return nil, &evalError{what, e.Loc, err}
 	}
@@ -183,13 +394,13 @@ func (p *plan) evalJSON(ctx context.Context, e *ir.Expr, what string, act vars) 
 
 // value renders one ir.Value to JSON: a constant as is, an expression's
 // value, or a template's text (strings spliced as they are, other values as
-// JSON).
-func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars) (json.RawMessage, error) {
+// JSON), of at most max bytes.
+func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars, max int) (json.RawMessage, error) {
 	switch {
 	case v.Const != nil:
 		return v.Const, nil
 	case v.Expr != nil:
-		return p.evalJSON(ctx, v.Expr, what, act)
+		return p.evalJSON(ctx, v.Expr, what, act, max)
 	case v.Template != nil:
 		var b strings.Builder
 		for _, part := range v.Template {
@@ -202,10 +413,13 @@ func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars) (j
 				return nil, err
 			}
 			if s, ok := val.(types.String); ok {
+				if b.Len()+len(s) > max {
+					return nil, &evalError{what, part.Expr.Loc, fmt.Errorf("%w: the template's text is over the limit of %d bytes (max_output_bytes)", errTooBig, max)}
+				}
 				b.WriteString(string(s))
 				continue
 			}
-			data, err := celJSON(val)
+			data, err := celJSON(val, max-b.Len())
 			if err != nil {
 				return nil, &evalError{what, part.Expr.Loc, err}
 			}
@@ -216,8 +430,9 @@ func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars) (j
 	return json.RawMessage("null"), nil
 }
 
-// params renders a `with` block to a JSON object, fields in source order.
-func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars) (json.RawMessage, error) {
+// params renders a `with` block to a JSON object, fields in source order,
+// each value of at most max bytes.
+func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars, max int) (json.RawMessage, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i := range ps {
@@ -227,7 +442,7 @@ func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars)
 		k, _ := json.Marshal(ps[i].Name)
 		b.Write(k)
 		b.WriteByte(':')
-		v, err := p.value(ctx, &ps[i].Value, fmt.Sprintf("%s.with.%s", node, ps[i].Name), act)
+		v, err := p.value(ctx, &ps[i].Value, fmt.Sprintf("%s.with.%s", node, ps[i].Name), act, max)
 		if err != nil {
 			return nil, err
 		}
@@ -237,18 +452,46 @@ func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars)
 	return b.Bytes(), nil
 }
 
-// celJSON converts a CEL value to JSON.
-func celJSON(v ref.Val) (json.RawMessage, error) {
-	x, err := celNative(v, 0)
+// errTooBig: a value's JSON is over the limit it is converted under
+// (max_output_bytes); the node fails with code output, as when a handler's
+// output is.
+var errTooBig error = &handlers.Error{Code: CodeOutput, Message: "value too large"}
+
+// celJSON converts a CEL value to JSON of at most max bytes. The bound is
+// checked while the value is walked, before its JSON is made: a list of
+// 10,000 references to one 1 MB string is small in memory and 10 GB as
+// JSON.
+func celJSON(v ref.Val, max int) (json.RawMessage, error) {
+	budget := max
+	x, err := celNative(v, 0, &budget)
+	if errors.Is(err, errTooBig) {
+		return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(x)
+	data, err := json.Marshal(x)
+	if err == nil && len(data) > max {
+		// (Escapes made it longer than the walk counted.)
+		return nil, fmt.Errorf("%w: %d bytes as JSON, over the limit of %d (max_output_bytes)", errTooBig, len(data), max)
+	}
+	return data, err
 }
 
-func celNative(v ref.Val, depth int) (any, error) {
+// celNative converts a CEL value to Go, counting at least the bytes of
+// its JSON against *budget and failing once that goes below zero.
+func celNative(v ref.Val, depth int, budget *int) (any, error) {
 	if depth > 64 {
 		return nil, errors.New("value nested too deeply")
+	}
+	n := 8 // a scalar, or a list's or map's brackets and separators
+	if s, ok := v.(types.String); ok {
+		n = len(s) + 2
+	} else if b, ok := v.(types.Bytes); ok {
+		n = len(b)*4/3 + 4
+	}
+	if *budget -= n; *budget < 0 {
+		return nil, errTooBig
 	}
 	switch x := v.(type) {
 	case types.Null:
@@ -277,7 +520,7 @@ func celNative(v ref.Val, depth int) (any, error) {
 	if l, ok := v.(traits.Lister); ok {
 		out := []any{}
 		for it := l.Iterator(); it.HasNext() == types.True; {
-			e, err := celNative(it.Next(), depth+1)
+			e, err := celNative(it.Next(), depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -294,13 +537,13 @@ func celNative(v ref.Val, depth int) (any, error) {
 			case types.String:
 				ks = string(kk)
 			default:
-				kn, err := celNative(k, depth+1)
+				kn, err := celNative(k, depth+1, budget)
 				if err != nil {
 					return nil, err
 				}
 				ks = fmt.Sprint(kn)
 			}
-			e, err := celNative(m.Get(k), depth+1)
+			e, err := celNative(m.Get(k), depth+1, budget)
 			if err != nil {
 				return nil, err
 			}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,9 +25,13 @@ func (j *job) final() error {
 		Error  string `json:"error,omitempty"`
 	}
 	done := func(out json.RawMessage, err error) error {
-		a := args{base: j.base(), Gen: j.tok.Gen, OK: err == nil, Output: string(j.w.opts.Secrets.JSON(out))}
+		out = j.w.opts.Secrets.JSON(out)
+		if max := j.maxOutput(); err == nil && len(out) > max {
+			out, err = nil, fmt.Errorf("output of %d bytes, over the limit of %d (max_output_bytes)", len(out), max)
+		}
+		a := args{base: j.base(), Gen: j.tok.Gen, OK: err == nil, Output: string(out)}
 		if err != nil {
-			a.Error = j.w.opts.Secrets.Text(err.Error())
+			a.Error = clipError(j.w.opts.Secrets.Text(err.Error()))
 		}
 		return j.script("finaldone", a)
 	}
@@ -54,7 +59,7 @@ func (j *job) final() error {
 	if err != nil {
 		return done(nil, err)
 	}
-	cfg, err := j.p.params(j.ctx, f.With, "finally", act)
+	cfg, err := j.p.params(j.ctx, f.With, "finally", act, j.maxOutput())
 	if err != nil {
 		return done(nil, err)
 	}

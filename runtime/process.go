@@ -222,6 +222,25 @@ type completeArgs struct {
 	Loop    bool        `json:"loop"`
 	Item    int         `json:"item"`
 	FailRun bool        `json:"failrun"`
+	// MaxState is the run's max_state_bytes: an output that would take
+	// the run's stored values over it is not written (reply "state").
+	MaxState int `json:"maxstate"`
+}
+
+// maxOutput and maxState are the run's bounds: the worker's, or the
+// workflow's when lower.
+func (j *job) maxOutput() int {
+	return effectiveLimit(j.p.w.Settings.MaxOutputBytes, j.w.opts.MaxOutputBytes)
+}
+
+func (j *job) maxState() int {
+	return effectiveLimit(j.p.w.Settings.MaxStateBytes, j.w.opts.MaxStateBytes)
+}
+
+// stateErr is the failure of a node whose value (of size bytes) does not
+// fit in the run's max_state_bytes.
+func (j *job) stateErr(what string, size int) error {
+	return handlers.Errorf(CodeState, false, "%s of %d bytes would take the run's stored values over the limit of %d (max_state_bytes)", what, size, j.maxState())
 }
 
 func (j *job) complete(a completeArgs) error {
@@ -231,7 +250,14 @@ func (j *job) complete(a completeArgs) error {
 		}
 	}
 	a.base, a.Node, a.Iter, a.Hop, a.Gen = j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen
-	return j.script("complete", a)
+	a.MaxState = j.maxState()
+	res, err := j.scriptReply("complete", a)
+	if err == nil && res == "state" {
+		// Nothing was written (a failure that does not fit fails the run
+		// in the script itself, so this does not recurse).
+		return j.failNode(j.stateErr("output", len(a.Output)), a.Item)
+	}
+	return err
 }
 
 // advance is complete's fast path (scripts/advance.lua) for the common
@@ -252,12 +278,12 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	args := make([]any, 0, 10+3*len(succ))
+	args := make([]any, 0, 11+3*len(succ))
 	outputs := "0"
 	if len(j.p.w.Outputs) > 0 || len(j.p.w.Goals) > 0 || j.p.w.Finally != nil {
 		outputs = "1"
 	}
-	args = append(args, j.tok.Node, a.Output, j.tok.Hop+1, j.tok.Gen, strconv.FormatInt(nowMS(), 10), mq, j.msg.ID, j.tok.Run, ctl, outputs)
+	args = append(args, j.tok.Node, a.Output, j.tok.Hop+1, j.tok.Gen, strconv.FormatInt(nowMS(), 10), mq, j.msg.ID, j.tok.Run, ctl, outputs, j.maxState())
 	for _, s := range succ {
 		q := j.ref.queueIndex(queues[s.id])
 		if q == 0 {
@@ -430,7 +456,7 @@ func (j *job) exec() error {
 	if n.ForEach != nil {
 		return j.expand(act)
 	}
-	cfg, err := j.p.params(j.ctx, n.With, n.ID, act)
+	cfg, err := j.p.params(j.ctx, n.With, n.ID, act, j.maxOutput())
 	if err != nil {
 		return j.evalFailed(err, -1)
 	}
@@ -454,8 +480,8 @@ func (j *job) exec() error {
 // checkOutput checks a handler output against the node's output type; a
 // value that does not fit fails the attempt.
 func (j *job) checkOutput(out json.RawMessage) error {
-	if max := j.w.opts.MaxOutputBytes; len(out) > max {
-		return handlers.Errorf(CodeOutput, false, "output of %d bytes, over the limit of %d", len(out), max)
+	if max := j.maxOutput(); len(out) > max {
+		return handlers.Errorf(CodeOutput, false, "output of %d bytes, over the limit of %d (max_output_bytes)", len(out), max)
 	}
 	t := itemType(j.n)
 	if t == nil {
@@ -560,17 +586,25 @@ func (j *job) handlerFailed(err error, item int) error {
 	}
 	attempt := max(j.tok.Attempt, 1)
 	if due, retry := retryDue(j.n.Retry, attempt, err); retry {
-		return j.script("retry", struct {
+		msg := clipError(j.w.opts.Secrets.Text(err.Error()))
+		reply, serr := j.scriptReply("retry", struct {
 			base
-			Node    string `json:"node"`
-			Iter    string `json:"iter"`
-			Hop     int    `json:"hop"`
-			Gen     int    `json:"gen"`
-			Item    int    `json:"item"`
-			Attempt int    `json:"attempt"`
-			Due     int64  `json:"due"`
-			Error   string `json:"error"`
-		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, j.w.opts.Secrets.Text(err.Error())})
+			Node     string `json:"node"`
+			Iter     string `json:"iter"`
+			Hop      int    `json:"hop"`
+			Gen      int    `json:"gen"`
+			Item     int    `json:"item"`
+			Attempt  int    `json:"attempt"`
+			Due      int64  `json:"due"`
+			Error    string `json:"error"`
+			MaxState int    `json:"maxstate"`
+		}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, item, attempt, due, msg, j.maxState()})
+		if serr == nil && reply == "state" {
+			// The attempt's error (which its event keeps) does not fit: no
+			// more attempts.
+			return j.failNode(j.stateErr(fmt.Sprintf("the error of attempt %d", attempt), len(msg)), item)
+		}
+		return serr
 	}
 	return j.failNode(lastAttempt(j.n.Retry, attempt, err), item)
 }
@@ -632,17 +666,24 @@ func (j *job) evalFailed(err error, item int) error {
 // error code takes get real tokens, or, when no route takes it, the run
 // fails.
 func (j *job) failNode(err error, item int) error {
-	msg, code := j.w.opts.Secrets.Text(err.Error()), errorCode(err)
+	msg, code := clipError(j.w.opts.Secrets.Text(err.Error())), errorCode(err)
 	if item >= 0 && j.n.ForEach != nil && j.n.ForEach.Tolerate != nil {
 		// The item's failure is tolerated while the node is within its
 		// tolerance: itemdone records it as the item's result.
 		res, _ := json.Marshal(map[string]any{"index": item, "error": map[string]string{"code": code, "message": msg}})
 		reply, err := j.scriptReply("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, item, string(res),
-			true, j.n.ForEach.Tolerate.Count, j.n.ForEach.Tolerate.Percent})
-		if err != nil || reply != "over" {
+			true, j.n.ForEach.Tolerate.Count, j.n.ForEach.Tolerate.Percent, j.maxState()})
+		if err != nil || reply != "over" && reply != "state" {
 			return err
 		}
-		msg = fmt.Sprintf("for_each: more items failed than the %s tolerated: item %d: %s", tolerance(j.n.ForEach.Tolerate), item, msg)
+		if reply == "state" {
+			// Its error result does not fit in the run's stored values:
+			// the node fails.
+			e := j.stateErr("the error result of item "+strconv.Itoa(item), len(res))
+			msg, code = e.Error(), CodeState
+		} else {
+			msg = fmt.Sprintf("for_each: more items failed than the %s tolerated: item %d: %s", tolerance(j.n.ForEach.Tolerate), item, msg)
+		}
 	}
 	if targets, ok := j.n.Route(code); ok {
 		if targets == nil {
@@ -717,13 +758,24 @@ func (j *job) expand(act vars) error {
 	if !ok {
 		return j.failNode(handlers.Errorf(CodeForEach, false, "for_each: %s is %s, not a list", n.ForEach.Items.CEL, v.Type().TypeName()), -1)
 	}
+	// The items are stored with the run, as one value: together at most
+	// max_output_bytes (the list as JSON).
 	var items []string
+	size, max := 2, j.maxOutput()
 	for it := l.Iterator(); it.HasNext() == types.True; {
-		data, err := celJSON(it.Next())
+		data, err := celJSON(it.Next(), max-size)
+		if err == nil && size+len(data)+1 > max+1 {
+			err = errTooBig
+		}
+		if errors.Is(err, errTooBig) {
+			return j.failNode(handlers.Errorf(CodeForEach, false, "for_each: the items are over the limit of %d bytes (max_output_bytes)", max), -1)
+		}
 		if err != nil {
 			return j.failNode(fmt.Errorf("for_each item: %w", err), -1)
 		}
-		items = append(items, string(j.w.opts.Secrets.JSON(data)))
+		data = j.w.opts.Secrets.JSON(data)
+		size += len(data) + 1
+		items = append(items, string(data))
 	}
 	if max := j.m.MaxFanout; max > 0 && len(items) > max {
 		return j.failNode(handlers.Errorf(CodeForEach, false, "for_each: %d items exceed max_fanout %d", len(items), max), -1)
@@ -731,7 +783,7 @@ func (j *job) expand(act vars) error {
 	if len(items) == 0 {
 		return j.succeed(json.RawMessage("[]"), act)
 	}
-	return j.script("expand", struct {
+	reply, err := j.scriptReply("expand", struct {
 		base
 		Node     string   `json:"node"`
 		Iter     string   `json:"iter"`
@@ -739,7 +791,12 @@ func (j *job) expand(act vars) error {
 		Gen      int      `json:"gen"`
 		Items    []string `json:"items"`
 		Parallel int      `json:"parallel"`
-	}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, items, n.ForEach.Parallel})
+		MaxState int      `json:"maxstate"`
+	}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, items, n.ForEach.Parallel, j.maxState()})
+	if err == nil && reply == "state" {
+		return j.failNode(j.stateErr("the for_each items", size-2-len(items)), -1)
+	}
+	return err
 }
 
 // item runs one for_each item.
@@ -777,7 +834,7 @@ func (j *job) item() error {
 	if n.ForEach.Index != "" {
 		act = act.with(n.ForEach.Index, int64(k))
 	}
-	cfg, err := j.p.params(j.ctx, n.With, n.ID, act)
+	cfg, err := j.p.params(j.ctx, n.With, n.ID, act, j.maxOutput())
 	if err != nil {
 		return j.evalFailed(err, k)
 	}
@@ -793,7 +850,11 @@ func (j *job) item() error {
 	if err != nil {
 		return j.handlerFailed(fmt.Errorf("item %d: %w", k, err), k)
 	}
-	return j.script("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out), false, 0, 0})
+	reply, err := j.scriptReply("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out), false, 0, 0, j.maxState()})
+	if err == nil && reply == "state" {
+		return j.failNode(fmt.Errorf("item %d: %w", k, j.stateErr("output", len(out))), k)
+	}
+	return err
 }
 
 // markRunning marks the execution running once its handler has run for
@@ -858,6 +919,8 @@ type itemArgs struct {
 	Failed  bool   `json:"failed,omitempty"`
 	Count   int    `json:"count,omitempty"`
 	Percent int    `json:"percent,omitempty"`
+	// MaxState: as completeArgs.MaxState (reply "state", nothing written).
+	MaxState int `json:"maxstate"`
 }
 
 // tolerance says a for_each's tolerance in words.
@@ -918,8 +981,8 @@ func (j *job) collect() error {
 		}
 	}
 	b.WriteByte(']')
-	if max := j.w.opts.MaxOutputBytes; b.Len() > max {
-		return j.failNode(handlers.Errorf(CodeOutput, false, "for_each output of %d bytes, over the limit of %d", b.Len(), max), -1)
+	if max := j.maxOutput(); b.Len() > max {
+		return j.failNode(handlers.Errorf(CodeOutput, false, "for_each output of %d bytes, over the limit of %d (max_output_bytes)", b.Len(), max), -1)
 	}
 	act, err := j.activation(j.p.reads(j.n.ID))
 	if err != nil {
@@ -941,9 +1004,13 @@ func (j *job) compensate() error {
 		Error  string `json:"error,omitempty"`
 	}
 	done := func(out json.RawMessage, err error) error {
-		a := args{base: j.base(), Gen: j.tok.Gen, Idx: idx, OK: err == nil, Output: string(j.w.opts.Secrets.JSON(out))}
+		out = j.w.opts.Secrets.JSON(out)
+		if max := j.maxOutput(); err == nil && len(out) > max {
+			out, err = nil, fmt.Errorf("output of %d bytes, over the limit of %d (max_output_bytes)", len(out), max)
+		}
+		a := args{base: j.base(), Gen: j.tok.Gen, Idx: idx, OK: err == nil, Output: string(out)}
 		if err != nil {
-			a.Error = j.w.opts.Secrets.Text(err.Error())
+			a.Error = clipError(j.w.opts.Secrets.Text(err.Error()))
 		}
 		return j.script("compdone", a)
 	}
@@ -972,7 +1039,7 @@ func (j *job) compensate() error {
 	if err != nil {
 		return done(nil, err)
 	}
-	cfg, err := j.p.params(j.ctx, n.Compensate.With, n.ID+".compensate", act.with("output", ov))
+	cfg, err := j.p.params(j.ctx, n.Compensate.With, n.ID+".compensate", act.with("output", ov), j.maxOutput())
 	if err != nil {
 		return done(nil, err)
 	}
@@ -993,7 +1060,7 @@ func (j *job) compensate() error {
 				Attempt int    `json:"attempt"`
 				Due     int64  `json:"due"`
 				Error   string `json:"error"`
-			}{j.base(), j.tok.Gen, idx, attempt, due, j.w.opts.Secrets.Text(err.Error())})
+			}{j.base(), j.tok.Gen, idx, attempt, due, clipError(j.w.opts.Secrets.Text(err.Error()))})
 		}
 		err = lastAttempt(n.Retry, attempt, err)
 	}
@@ -1008,9 +1075,10 @@ func (j *job) finish() error {
 	}
 	type args struct {
 		base
-		Gen    int    `json:"gen"`
-		Result string `json:"result,omitempty"`
-		Error  string `json:"error,omitempty"`
+		Gen      int    `json:"gen"`
+		Result   string `json:"result,omitempty"`
+		Error    string `json:"error,omitempty"`
+		MaxState int    `json:"maxstate"`
 	}
 	act, err := j.activation(ids)
 	if err == nil && j.poison > 0 {
@@ -1025,7 +1093,10 @@ func (j *job) finish() error {
 		b.WriteByte('{')
 		for i := range j.p.w.Outputs {
 			o := &j.p.w.Outputs[i]
-			v, e := j.p.evalJSON(j.ctx, &o.Expr, "output "+o.Name, act)
+			v, e := j.p.evalJSON(j.ctx, &o.Expr, "output "+o.Name, act, j.maxOutput())
+			if e == nil && b.Len()+len(v) > j.maxOutput() {
+				e = fmt.Errorf("the result is over the limit of %d bytes (max_output_bytes)", j.maxOutput())
+			}
 			if e != nil {
 				err = e
 				break
@@ -1044,7 +1115,7 @@ func (j *job) finish() error {
 	if errors.As(err, &re) {
 		return re.error
 	}
-	a := args{base: j.base(), Gen: j.tok.Gen}
+	a := args{base: j.base(), Gen: j.tok.Gen, MaxState: j.maxState()}
 	if goalErr != "" {
 		a.Error = goalErr
 	} else if err != nil {

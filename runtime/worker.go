@@ -66,6 +66,13 @@ type WorkerOptions struct {
 	// collected list included (default 1 MiB): a bigger one fails the node
 	// with error code output before anything is written.
 	MaxOutputBytes int
+	// MaxStateBytes bounds the values a run stores, as JSON: every output,
+	// error, for_each item and item result, and the result, added up as
+	// they are written (default 64 MiB). The write that would pass it is
+	// refused, in the same script, and the node fails with error code
+	// state. A workflow's max_state_bytes (or max_output_bytes) lowers
+	// the bound for its runs; it cannot raise it.
+	MaxStateBytes int
 	// RunningAfter is how long a node's handler runs before the worker
 	// marks its execution running (state, event node.started), so that
 	// status and wfc run show it; a shorter execution is never marked, which
@@ -111,6 +118,9 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = DefaultMaxValueBytes
+	}
+	if o.MaxStateBytes <= 0 {
+		o.MaxStateBytes = DefaultMaxStateBytes
 	}
 	if o.RunningAfter == 0 {
 		o.RunningAfter = 200 * time.Millisecond

@@ -56,6 +56,7 @@ type runtimeFlags struct {
 	redis     *string
 	shards    *int
 	retention *time.Duration // nil for commands that start no run
+	values    valueFlags     // the value bounds the command has flags for
 }
 
 func addRuntimeFlags(fs *flags, env *Env) runtimeFlags {
@@ -151,6 +152,7 @@ func splitComma(s string) []string {
 func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level) (*runtime.Engine, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	o := runtime.Options{RedisURL: *r.redis, Shards: *r.shards, Logger: log}
+	r.values.engine(&o)
 	if r.retention != nil {
 		o.Retention = *r.retention
 		if o.Retention == 0 {
@@ -165,6 +167,8 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("run", "wfc run [flags] FILE", runDoc)
 	rf := addRuntimeFlags(fs, env)
 	rf.addRetention(fs)
+	rf.values.addInputBound(fs)
+	rf.values.addWorkerBounds(fs)
 	var inputs listFlag
 	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
@@ -222,7 +226,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// `wfc run` last at least a second). A short grace: when the run has
 	// ended (its deadline, a failure elsewhere), the handlers still running
 	// are of an ended run and are cancelled (exec's process group killed).
-	eng.StartWorkers(ctx, *workers, runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})
+	eng.StartWorkers(ctx, *workers, rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond}))
 	defer eng.StopWorkers()
 	id, err := eng.Submit(ctx, w, in)
 	if err != nil {
@@ -490,6 +494,7 @@ work and finishes (or releases) what it holds.`
 func runWorker(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("worker", "wfc worker --redis URL [flags]", workerDoc)
 	rf := addRuntimeFlags(fs, env)
+	rf.values.addWorkerBounds(fs)
 	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default)")
 	conc := fs.Int("concurrency", 8, "handlers run at once")
 	hf := addHandlerFlags(fs, env)
@@ -536,7 +541,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		// The names only, never a value.
 		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
 	}
-	eng.StartWorkers(ctx, *conc, runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets})
+	eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets}))
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()
@@ -553,6 +558,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("submit", "wfc submit --redis URL [flags] FILE", submitDoc)
 	rf := addRuntimeFlags(fs, env)
 	rf.addRetention(fs)
+	rf.values.addInputBound(fs)
 	var inputs listFlag
 	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")

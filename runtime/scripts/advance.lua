@@ -22,7 +22,10 @@
 --       (the token's hop + 1), 4 token gen, 5 now (ms), 6 index of the
 --       message's queue in the run's queues (1-based), 7 message id, 8 run
 --       id, 9 index of the control queue, 10 '1' when the workflow has
---       outputs (the graph's "_".outputs), then for each successor, in
+--       outputs (the graph's "_".outputs), 11 the run's max_state_bytes
+--       (0: none; an output that would take run|bytes, the bytes of the
+--       values the run stored, over it goes to complete, which refuses
+--       it), then for each successor, in
 --       the order of the node's edges: its id, the index of its queue, and
 --       its number of incoming edges if it is a join, negative for a join
 --       any (else 0).
@@ -38,29 +41,31 @@ local A = ARGV
 local STATE, EVENTS = KEYS[1], KEYS[2]
 local node, out, nh, now, mid, run = A[1], A[2], A[3], A[5], A[7], A[8]
 local na = #A
-local n = (na - 10) / 3
+local n = (na - 11) / 3
 local mq = tonumber(A[6])
 local qmsg = mq and mq > 0 and mq % 1 == 0 and KEYS[2 + mq]
 -- The control queue is most often the message's.
 local ctl = A[9] == A[6] and mq or tonumber(A[9])
-if na < 10 or (na - 10) % 3 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] then
+local maxst = tonumber(A[11])
+if na < 11 or (na - 11) % 3 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] or not maxst then
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
 -- One read of the state hash: the run's fields (r[1..8]: status, gen,
 -- graph, max_hops, retention, deadline_ms, counter, aux), the execution's
--- state (r[9]), and for each successor its state and, for a join, its arrival
+-- state (r[9]), the bytes of the values the run stored (r[10]: run|bytes,
+-- below), and for each successor its state and, for a join, its arrival
 -- from this node, fired marker and counts. r[j] is field f[j + 2] (f has
 -- the command and key in front); the loops below walk r in the order this
 -- one lays the fields out.
 local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', 'run|retention', 'run|deadline_ms',
-  COUNTER, 'run|aux', node, nil, nil, nil, nil, nil}
-local nf = 11
+  COUNTER, 'run|aux', node, 'run|bytes', nil, nil, nil, nil, nil}
+local nf = 12
 for i = 1, n do
-  local id = A[8 + 3 * i]
+  local id = A[9 + 3 * i]
   nf = nf + 1
   f[nf] = id
-  if A[10 + 3 * i] ~= '0' then
+  if A[11 + 3 * i] ~= '0' then
     f[nf + 1] = id .. '|' .. node .. '|after'
     f[nf + 2] = id .. '|#f'
     f[nf + 3] = id .. '|#n'
@@ -85,20 +90,24 @@ if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then
   call('XACK', qmsg, GROUP, mid)
   return 'dup'
 end
+-- The run's stored values (lib.lua's addbytes): past the bound, complete
+-- refuses the output.
+local used = (r[10] or 0) + #out
+if maxst > 0 and used > maxst then return 'slow' end
 
 -- What each successor's arrival does, and the counter's delta, as the
 -- writes of one HSET (what complete.lua's HSET, HSETNX and HINCRBY calls
 -- would write: the script is atomic), and the tokens to queue: toks holds
 -- each one's stream and message. An argument is converted and checked
 -- where it is used, before the first write.
-local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, nil, nil, nil, nil, nil, nil, nil, nil,
-  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
-local ns, nexts, toks, dc, j = 6, {}, {}, -1, 9
+local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, 'run|bytes', tostring(used), nil, nil, nil, nil,
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+local ns, nexts, toks, dc, j = 8, {}, {}, -1, 10
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
-  local id, fire = A[8 + 3 * i], true
+  local id, fire = A[9 + 3 * i], true
   j = j + 1
-  local js = A[10 + 3 * i]
+  local js = A[11 + 3 * i]
   if js ~= '0' then
     -- A join: its number of incoming edges, negative for a join any.
     local nin = tonumber(js)
@@ -127,7 +136,7 @@ for i = 1, n do
   end
   if fire and not r[j] then
     -- The successor's queue is most often the message's.
-    local qa, q = A[9 + 3 * i], qmsg
+    local qa, q = A[10 + 3 * i], qmsg
     if qa ~= A[6] then
       q = tonumber(qa)
       q = q and q > 0 and q % 1 == 0 and KEYS[2 + q]

@@ -4,7 +4,9 @@
 --    real tokens; every other forward edge gets a skip), loop (true: start
 --    the next iteration of the node's loop instead of routing), item (the
 --    for_each item whose failure fails the node, or -1), failrun (true: the
---    failure fails the run).
+--    failure fails the run), maxstate (lib.lua's overstate: an output
+--    that does not fit is refused, reply 'state', writing nothing; an
+--    error that does not fit fails the run with code state instead).
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if not checkmsg() then return fail('the message queue is not a queue of the run') end
@@ -30,7 +32,20 @@ if A.gen < GEN then ack(); return 'stale' end
 local cur = redis.call('HGET', STATE, x)
 if not cur or terminal(cur) then ack(); return 'dup' end
 
+local size = 0
+if A.mode == 'ok' then size = #A.output elseif A.mode == 'fail' then size = #(A.error or '') end
+if overstate(size) then
+  if A.mode == 'ok' then return 'state' end
+  -- (Its first 256 bytes are kept, not counted: once, as the run ends.)
+  local cut = string.sub(A.error, 1, 256)
+  if #cut < size then cut = cut .. '...' end
+  A.error = cut .. ' [the error of ' .. x .. ', ' .. size .. ' bytes, would take the run\'s stored values over the limit of ' ..
+    A.maxstate .. ' bytes (max_state_bytes)]'
+  A.code, A.failrun, size = 'state', true, 0
+end
+
 -- Writes.
+if A.mode ~= 'skip' then addbytes(size) end
 local consumed = -1
 if A.item >= 0 then
   -- An item failed the for_each node: the items still in flight (queued,

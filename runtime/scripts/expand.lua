@@ -2,7 +2,9 @@
 -- ones (at most parallel at a time; 0 means all). After a partial retry,
 -- items that were done in an earlier generation with the same value keep
 -- their outputs and are not queued again.
--- A: node, iter, hop, gen, msg, items (list of JSON texts), parallel.
+-- A: node, iter, hop, gen, msg, items (list of JSON texts), parallel,
+--    maxstate (lib.lua's overstate: 'state', writing nothing, when the
+--    items do not fit).
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if not checkmsg() then return fail('the message queue is not a queue of the run') end
@@ -29,7 +31,12 @@ for i = 0, n - 1 do
   if keep then kept = kept + 1 else todo[#todo + 1] = i end
 end
 
+local size = 0
+for i = 1, n do size = size + #A.items[i] end
+if overstate(size) then return 'state' end
+
 addop(op)
+addbytes(size)
 local k = #todo
 if A.parallel > 0 and A.parallel < k then k = A.parallel end
 redis.call('HSET', STATE, x, 'running')

@@ -4,7 +4,9 @@
 -- A: node, iter, gen, msg, item, output (JSON text); failed (true: output
 --    is the item's error result, {index, error}, under the node's
 --    tolerance: count, or percent of the items), which replies 'over',
---    writing nothing, when one more failure is more than tolerated.
+--    writing nothing, when one more failure is more than tolerated;
+--    maxstate (lib.lua's overstate): 'state', writing nothing, when the
+--    output does not fit.
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if not checkmsg() then return fail('the message queue is not a queue of the run') end
@@ -26,7 +28,10 @@ if A.failed then
   if tonumber(redis.call('HGET', ITEMS, x .. '|failed') or '0') + 1 > limit then return 'over' end
 end
 
+if overstate(#A.output) then return 'state' end
+
 addop(op)
+addbytes(#A.output)
 local nt = tonumber(it[5] or '0')
 if A.failed then
   redis.call('HSET', ITEMS, x .. '|o|' .. A.item, A.output, x .. '|s|' .. A.item, 'failed')

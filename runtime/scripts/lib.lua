@@ -54,6 +54,20 @@ end
 
 local function fail(msg) return redis.error_reply('ERR wfc: ' .. msg) end
 
+-- run|bytes: the bytes of the values the run has stored — outputs, errors,
+-- for_each items and item results, its result — each counted once, when
+-- written (advance counts the same way). Nothing is taken off when a
+-- value is deleted: the event log keeps them all. A.maxstate is the run's
+-- max_state_bytes (0: none); overstate tells whether n more bytes would
+-- pass it, before a script's first write, and addbytes counts them.
+local function overstate(n)
+  local max = A.maxstate or 0
+  return max > 0 and tonumber(redis.call('HGET', STATE, 'run|bytes') or '0') + n > max
+end
+local function addbytes(n)
+  redis.call('HINCRBY', STATE, 'run|bytes', n)
+end
+
 -- AUX: the run's state field that says it has an applied, items or comp
 -- key. advance is not given those keys (its KEYS are the state, the events
 -- and the streams), so it leaves the end of such a run, which must set

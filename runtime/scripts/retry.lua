@@ -1,7 +1,9 @@
 -- retry: schedules the next attempt of a node execution or for_each item
 -- after a retryable failure. The execution stays counted while it waits.
 -- A: node, iter, hop, gen, msg, item (-1 for the node), attempt (the one
---    that failed), due (ms), error.
+--    that failed), due (ms), error, maxstate (lib.lua's overstate: the
+--    error, which the event keeps, counts among the run's values; 'state',
+--    writing nothing, when it does not fit).
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if not checkmsg() then return fail('the message queue is not a queue of the run') end
@@ -19,7 +21,10 @@ if A.item >= 0 then
   if cur ~= 'running' or (ist ~= 'queued' and ist ~= 'retrying') then ack(); return 'dup' end
 end
 
+if overstate(#A.error) then return 'state' end
+
 addop(op)
+addbytes(#A.error)
 local kind = 'exec'
 if A.item >= 0 then
   kind = 'item'

@@ -170,6 +170,19 @@ var (
 	}}
 )
 
+// RunType is the type of `run` in expressions: its id, or, in the
+// finally block (ended), the ended run's metadata. The language server
+// completes its fields.
+func RunType(ended bool) *ir.Type {
+	t := runType
+	if ended {
+		t = runEndType
+	}
+	c := *t
+	c.Fields = slices.Clone(t.Fields)
+	return &c
+}
+
 // checkFinally checks the finally block's with: `run` has the ended run's
 // metadata; node outputs need has() guards (the run may have ended
 // anywhere).

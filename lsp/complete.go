@@ -374,7 +374,7 @@ func (c *cursor) openBrace(i int) frame {
 	}
 	if prev.kind == lWord {
 		switch prev.text {
-		case "retry", "loop", "compensate", "branch", "config", "input":
+		case "retry", "loop", "compensate", "branch", "config", "input", "finally":
 			return frame{head: prev.text}
 		case "with":
 			return frame{head: "with"}
@@ -507,7 +507,7 @@ func (c *cursor) completeItems(fr frame) {
 			}
 		}
 		c.addWords(ws)
-	case "retry", "loop", "compensate", "branch":
+	case "retry", "loop", "compensate", "branch", "finally":
 		c.addWords(blockItems[fr.head])
 	case "with":
 		c.completeConfigFields()
@@ -550,6 +550,8 @@ func (c *cursor) completeConfigFields() {
 	handler := ""
 	if c.inFrame("compensate") {
 		handler = c.compensateHandler()
+	} else if c.inFrame("finally") {
+		handler = c.finallyHandler()
 	} else if ni := c.info.Nodes[id]; ni != nil && ni.Handler != "" {
 		handler = ni.Handler
 	} else {
@@ -617,6 +619,16 @@ func (c *cursor) compensateHandler() string {
 	}
 	for i := len(c.frames) - 1; i >= 0; i-- {
 		if c.frames[i].head == "compensate" {
+			return c.runInTokens(c.frames[i].start)
+		}
+	}
+	return ""
+}
+
+// finallyHandler is the handler the finally block around the cursor runs.
+func (c *cursor) finallyHandler() string {
+	for i := len(c.frames) - 1; i >= 0; i-- {
+		if c.frames[i].head == "finally" {
 			return c.runInTokens(c.frames[i].start)
 		}
 	}
@@ -828,6 +840,9 @@ func (c *cursor) resolveChain(chain []string) (t *ir.Type, isNode bool) {
 	switch {
 	case root == "input" && !c.localVar("input"):
 		t = c.inputType()
+	case root == "run" && !c.localVar("run"):
+		// The ended run's metadata in finally, its id elsewhere.
+		t = compiler.RunType(c.inFrame("finally"))
 	case root == "output" && c.selfScope():
 		if n := c.info.Nodes[self]; n != nil {
 			t = n.Output
@@ -931,6 +946,11 @@ func (c *cursor) completeScope() {
 	_, self := c.nodeScope()
 	if c.container != "top" && c.container != "handler" {
 		c.add("input", protocol.CompletionItemKindVariable, "the workflow's inputs", "", "0")
+		if c.inFrame("finally") {
+			c.add("run", protocol.CompletionItemKindVariable, "the ended run: id, workflow, status, error, started_at, ended_at, duration, failed_nodes", "", "0")
+		} else {
+			c.add("run", protocol.CompletionItemKindVariable, "the run: id", "", "0")
+		}
 		if c.selfScope() {
 			c.add("output", protocol.CompletionItemKindVariable, "this node's output", "", "0")
 		}

@@ -99,6 +99,11 @@ var blockItems = map[string][]word{
 		{"run", `run "handler"`, "The handler that undoes the node (required).", nil},
 		{"with", "with { name = expr … }", "The config of the compensating handler.", nil},
 	},
+	"finally": {
+		{"run", `run "handler"`, "The handler run once the run has ended (required).", nil},
+		{"with", "with { name = expr … }", "Its config; `run` holds the ended run's metadata.", nil},
+		{"retry", "retry { attempts N … }", "How its failed attempts are retried.", nil},
+	},
 	"branch": {
 		{"when", "when EXPR => ids", "A rule: route to ids when the condition holds.", nil},
 		{"else", "else => ids", "Where to go when no rule holds (last).", nil},

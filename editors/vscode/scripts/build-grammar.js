@@ -401,6 +401,7 @@ const repository = {
       { include: '#literals' },
       { include: '#macros' },
       { include: '#scope-names' },
+      { include: '#run-metadata' },
       { include: '#node-output' },
       { include: '#function-call' },
       { include: '#member' },
@@ -416,6 +417,12 @@ const repository = {
   },
   'scope-names': {
     match: String.raw`${B}(${alt(kw.scopeNames)})${E}`,
+    captures: { 1: { name: 'variable.language.wf' } },
+  },
+  'run-metadata': {
+    // run.id, and run.status … in finally: `run` before a dot is the run,
+    // not the `run "handler"` item.
+    match: String.raw`${B}(run)(?=\s*\.)`,
     captures: { 1: { name: 'variable.language.wf' } },
   },
   'node-output': {

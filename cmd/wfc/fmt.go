@@ -145,6 +145,8 @@ func rewrite(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	fileWrite.Lock() // a signal waits for the rename (signals.go)
+	defer fileWrite.Unlock()
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".wfc-fmt-*")
 	if err != nil {
 		return err

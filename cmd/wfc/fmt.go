@@ -26,7 +26,8 @@ place (through a temporary file, so a failure leaves the original intact),
 -d prints a unified diff, and --check exits 1 when any file would change.
 
 A file with syntax errors is never rewritten: its diagnostics are printed
-and the exit code is 2.`
+and the exit code is 2. SIGINT or SIGTERM stops fmt at once (a file being
+rewritten is renamed into place first), with exit code 130 or 143.`
 
 func runFmt(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("fmt", "wfc fmt [-l] [-w] [-d] [--check] [FILE.wf | DIR]...", fmtDoc)

@@ -763,10 +763,10 @@ func TestLimitProcessSignals(t *testing.T) {
 		sig   syscall.Signal
 		stdin bool
 	}{
-		{[]string{"build", "many.wf"}, syscall.SIGINT, false}, // about 6 s to build
+		{[]string{"build", "many.wf"}, syscall.SIGINT, false}, // seconds to build
 		{[]string{"build", "-o", "out.json", "many.wf"}, syscall.SIGTERM, false},
-		{[]string{"check", "many.wf"}, syscall.SIGTERM, false}, // about 1.5 s
-		{[]string{"fmt", "junk.wf"}, syscall.SIGINT, false},
+		{[]string{"check", "many.wf", "many.wf", "many.wf", "many.wf"}, syscall.SIGTERM, false}, // about 1.5 s each
+		{[]string{"fmt", "junk.wf", "junk.wf", "junk.wf"}, syscall.SIGINT, false},               // about 2 s each
 		{[]string{"check", "-"}, syscall.SIGINT, true},
 		{[]string{"fmt", "-"}, syscall.SIGTERM, true},
 		{[]string{"lsp"}, syscall.SIGTERM, true},

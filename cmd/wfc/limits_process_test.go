@@ -658,16 +658,18 @@ func TestLimitProcessLSP(t *testing.T) {
 }
 
 // execFlow is a workflow whose exec node starts a background sleep and
-// sleeps in the foreground, after writing both pids to pidfile.
-func execFlow(extra, pidfile string) []byte {
+// sleeps in the foreground, after writing both pids to pidfile; shell
+// commands in pre run first (trap "" TERM: the program and its children
+// ignore SIGTERM).
+func execFlow(extra, pre, pidfile string) []byte {
 	return []byte(fmt.Sprintf(`workflow ex {
   %s
   task sh {
     run "exec"
-    with { argv = ["sh", "-c", "sleep 60 & echo $$ $! > %s; echo started; sleep 60"] }
+    with { argv = ["sh", "-c", "%s sleep 60 & echo $$ $! > %s; echo started; sleep 60"] }
   }
 }
-`, extra, pidfile))
+`, extra, pre, pidfile))
 }
 
 // waitPids waits for the pid file of execFlow and returns its pids.
@@ -797,26 +799,36 @@ func TestLimitProcessSignals(t *testing.T) {
 		t.Errorf("temporary files left: %v", names)
 	}
 
-	// wfc run: SIGTERM while an exec node runs a process group.
-	pidfile := filepath.Join(dir, "pids")
-	if err := os.WriteFile(filepath.Join(dir, "ex.wf"), execFlow("", pidfile), 0o644); err != nil {
-		t.Fatal(err)
+	// wfc run: SIGTERM while an exec node runs a process group; the
+	// second time the program ignores SIGTERM and is killed.
+	for i, c := range []struct {
+		pre   string
+		grace time.Duration
+	}{
+		// The documented grace: 0.5 s for the handler, then the
+		// program's SIGTERM, and SIGKILL 2 s later.
+		{"", time.Second},
+		{`trap '' TERM;`, 3500 * time.Millisecond},
+	} {
+		pidfile := filepath.Join(dir, fmt.Sprintf("pids%d", i))
+		src := fmt.Sprintf("ex%d.wf", i)
+		if err := os.WriteFile(filepath.Join(dir, src), execFlow("", c.pre, pidfile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pc := procCase{name: "run SIGTERM" + map[bool]string{true: " (ignored)"}[c.pre != ""], args: []string{"run", "--allow-exec", src}, code: 143,
+			stderr: `wfc run: interrupted; run \w+ is left as it is\n$`}
+		p := newProc(t, dir, pc)
+		p.Start()
+		pids := waitPids(t, pidfile)
+		sent := time.Now()
+		p.Signal(syscall.SIGTERM)
+		r := p.Wait()
+		checkProc(t, pc, r)
+		if d := time.Since(sent); d > scaled(c.grace) {
+			t.Errorf("%s: wfc run exited %v after SIGTERM, want at most %v", pc.name, d, c.grace)
+		}
+		checkNoOrphans(t, pc.name, pids)
 	}
-	pc := procCase{name: "run SIGTERM", args: []string{"run", "--allow-exec", "ex.wf"}, code: 143,
-		stderr: `wfc run: interrupted; run \w+ is left as it is\n$`}
-	p := newProc(t, dir, pc)
-	p.Start()
-	pids := waitPids(t, pidfile)
-	sent := time.Now()
-	p.Signal(syscall.SIGTERM)
-	r := p.Wait()
-	checkProc(t, pc, r)
-	// The documented grace: 0.5 s for the handler, then 2 s for the
-	// program after its SIGTERM.
-	if d := time.Since(sent); d > scaled(3*time.Second) {
-		t.Errorf("wfc run exited %v after SIGTERM, want at most 3 s", d)
-	}
-	checkNoOrphans(t, "run SIGTERM", pids)
 }
 
 // wfc run with a deadline of 1 s over an exec node that would sleep 60 s
@@ -824,7 +836,7 @@ func TestLimitProcessSignals(t *testing.T) {
 func TestLimitProcessRunDeadlineExec(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "pids")
-	if err := os.WriteFile(filepath.Join(dir, "ex.wf"), execFlow("deadline 1s", pidfile), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "ex.wf"), execFlow("deadline 1s", "", pidfile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pc := procCase{name: "run deadline", args: []string{"run", "-q", "--allow-exec", "ex.wf"}, code: exitFailed,

@@ -509,7 +509,11 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	}
 	st, err := watch(ctx, env, eng, id, !*quiet)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		if ctx.Err() != nil {
+			fmt.Fprintf(env.Stderr, "wfc submit: interrupted; run %s goes on\n", id)
+		} else {
+			fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		}
 		return exitFailed
 	}
 	return finish(env, "submit", st, false)

@@ -1,12 +1,18 @@
+//go:build unix
+
 package main
 
 import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"regexp"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
 )
 
 // newTestSignals is watchSignals without the process's signals: the test
@@ -83,5 +89,22 @@ func TestLimitSignalWaitsForRename(t *testing.T) {
 	fileWrite.Unlock()
 	if code := <-exits; code != 130 {
 		t.Errorf("exit %d", code)
+	}
+}
+
+// submit --wait stops waiting on a signal and says the run goes on (no
+// worker of its own: the run is the shared Redis's).
+func TestLimitSubmitWaitInterrupt(t *testing.T) {
+	mr := miniredis.RunT(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "w.wf")
+	if err := os.WriteFile(src, []byte("workflow w {\n  task a { run \"noop\" }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	code, stderr := runWithin(t, ctx, 5*time.Second, nil, "submit", "--redis", "redis://"+mr.Addr(), "--wait", "-q", src)
+	if code != exitFailed || !regexp.MustCompile(`(?m)^wfc submit: interrupted; run \w+ goes on$`).MatchString(stderr) {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -126,7 +126,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	states := stc.Val()
 	m, err := parseMeta(run, metaFromHash(states))
 	if err != nil {
-		return nil, err
+		return nil, s.explainUnknown(ctx, run, err)
 	}
 	st := &Status{
 		RunID: run, Workflow: m.Workflow, IR: m.IR, State: m.Status, Gen: m.Gen,

@@ -323,7 +323,11 @@ func (s *store) meta(ctx context.Context, run string) (*runMeta, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseMeta(run, metaMap(vals))
+	m, err := parseMeta(run, metaMap(vals))
+	if err != nil {
+		return nil, s.explainUnknown(ctx, run, err)
+	}
+	return m, nil
 }
 
 // parseMeta decodes a run's own fields, by name (metaNames).

@@ -30,7 +30,9 @@ in order:
 %s
 
 Exit codes: 0 built (warnings allowed), 1 errors in the workflow or a file
-that cannot be read or written, 2 bad command line, 3 a bug in wfc.`
+that cannot be read or written, 2 bad command line, 3 a bug in wfc, 130 or
+143 stopped by SIGINT or SIGTERM (at once; a file being written with -o is
+renamed into place first, or not written at all).`
 
 func runBuild(ctx context.Context, env *Env, args []string) int {
 	passes := compiler.Passes()

@@ -24,7 +24,8 @@ empty list) and counts as one error. Each diagnostic has code, severity, span (f
 offset, line, col), message, and when present hint, related and fixes.
 
 Exit codes: 0 no errors (warnings allowed), 1 errors or a file that cannot
-be read, 2 bad command line, 3 a bug in wfc.`
+be read, 2 bad command line, 3 a bug in wfc, 130 or 143 stopped by SIGINT
+or SIGTERM (at once, even in the middle of a file).`
 
 func runCheck(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("check", "wfc check [flags] FILE.wf...", checkDoc)

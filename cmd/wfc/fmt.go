@@ -26,7 +26,8 @@ place (through a temporary file, so a failure leaves the original intact),
 -d prints a unified diff, and --check exits 1 when any file would change.
 
 A file with syntax errors is never rewritten: its diagnostics are printed
-and the exit code is 2.`
+and the exit code is 2. SIGINT or SIGTERM stops fmt at once (a file being
+rewritten is renamed into place first), with exit code 130 or 143.`
 
 func runFmt(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("fmt", "wfc fmt [-l] [-w] [-d] [--check] [FILE.wf | DIR]...", fmtDoc)
@@ -145,6 +146,8 @@ func rewrite(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	fileWrite.Lock() // a signal waits for the rename (signals.go)
+	defer fileWrite.Unlock()
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".wfc-fmt-*")
 	if err != nil {
 		return err

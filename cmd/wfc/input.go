@@ -131,6 +131,8 @@ func writeOutput(env *Env, path string, data []byte) error {
 		_, err := env.Stdout.Write(data)
 		return err
 	}
+	fileWrite.Lock() // a signal waits for the rename (signals.go)
+	defer fileWrite.Unlock()
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return cannotWrite(path, err)

@@ -29,7 +29,7 @@ error (or to --log-file).
 
 Exit codes: 0 after shutdown and exit or at the end of the input, 1 when the
 editor sent exit without shutdown or the connection failed, 2 bad command
-line.`
+line, 130 or 143 stopped by SIGINT or SIGTERM (at once).`
 
 func runLSP(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("lsp", "wfc lsp [--stdio] [flags]", lspDoc)

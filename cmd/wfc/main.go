@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 )
 
 func main() {
@@ -17,13 +15,19 @@ func main() {
 // environment, and returns the exit code. The test binary registers it as
 // the `wfc` command of the CLI scripts.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	cmd := ""
 	if len(os.Args) > 1 {
-		setGCTarget(os.Args[1], os.Getenv("GOGC"))
+		cmd = os.Args[1]
 	}
-	return Run(ctx, env, os.Args[1:])
+	// SIGINT and SIGTERM cancel ctx; most commands end at once
+	// (signals.go).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := watchSignals(cmd, cancel, os.Stderr)
+	defer sigs.stop()
+	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	setGCTarget(cmd, os.Getenv("GOGC"))
+	return sigs.exitCode(Run(ctx, env, os.Args[1:]))
 }
 
 // setGCTarget raises the garbage collector's target for build and check:

@@ -50,7 +50,10 @@ done, then prints the run's result (the workflow's output block) as JSON
 to standard output; with --json, the run's whole status instead.
 
 Exit codes: 0 the run completed, 1 it failed or was cancelled (or the
-workflow has errors), 2 bad command line, 3 a bug in wfc.`
+workflow has errors), 2 bad command line, 3 a bug in wfc, 130 or 143
+stopped by SIGINT or SIGTERM: the run is left as it is, handlers still
+running get 0.5 s, then are cancelled (an exec program's process group
+gets SIGTERM, and SIGKILL 2 s later); a second signal exits at once.`
 
 type runtimeFlags struct {
 	redis     *string
@@ -601,7 +604,11 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	}
 	st, err := watch(ctx, env, eng, id, !*quiet)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		if ctx.Err() != nil {
+			fmt.Fprintf(env.Stderr, "wfc submit: interrupted; run %s goes on\n", id)
+		} else {
+			fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
+		}
 		return exitFailed
 	}
 	return finish(env, "submit", st, false)

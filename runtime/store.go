@@ -250,6 +250,13 @@ func (s *store) planFor(ctx context.Context, hash string) (*plan, error) {
 	return p, nil
 }
 
+// plan returns the plan of an IR hash when the store keeps it, else nil.
+func (s *store) plan(hash string) *plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.plans[hash]
+}
+
 // A runMeta is the decoded meta of a run: its own fields, run|<name> in its
 // state hash.
 type runMeta struct {
@@ -272,6 +279,9 @@ type runMeta struct {
 	MaxHops    int
 	MaxFanout  int
 	Retention  int64 // ms; 0 keeps the run's keys forever
+	// noInputs: Inputs was not read (readMetaLean); runInputs reads it
+	// when an expression needs it.
+	noInputs bool
 }
 
 func (m *runMeta) ref() runRef { return runRef{id: m.ID, graph: m.Graph, queues: m.Queues} }
@@ -339,6 +349,8 @@ func parseMeta(run string, h map[string]string) (*runMeta, error) {
 		DeadlineMS: i("deadline_ms"), MaxHops: int(i("max_hops")), MaxFanout: int(i("max_fanout")),
 		Retention: i("retention"),
 	}
+	_, read := h["inputs"]
+	m.noInputs = !read
 	if h["queues"] != "" {
 		m.Queues = strings.Split(h["queues"], ",")
 	}

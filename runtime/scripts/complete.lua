@@ -35,8 +35,10 @@ local consumed = -1
 if A.item >= 0 then
   -- An item failed the for_each node: the items still in flight (queued,
   -- running or waiting on a retry) die with it.
-  local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done', x .. '|kept')
+  local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done', x .. '|kept', x .. '|ld', x .. '|n')
   consumed = -(tonumber(it[1] or '0') - (tonumber(it[2] or '0') - tonumber(it[3] or '0')))
+  -- A load still in progress holds the exec token's unit (expand.lua).
+  if it[4] and tonumber(it[4]) < tonumber(it[5]) then consumed = consumed - 1 end
 end
 if A.mode == 'ok' then
   redis.call('HSET', STATE, x, 'completed')

@@ -274,3 +274,39 @@ func TestLimitFanOut10k(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitInputsDecodedOnlyWhenRead: a run's inputs are decoded only for
+// evaluations that read input (issue #14 item 2: every execution decoded
+// them, and each item of a for_each over a 100,000-element input decoded
+// it all), and a node that reads them after executions that did not still
+// gets them (its worker may have read the run's meta without them).
+func TestLimitInputsDecodedOnlyWhenRead(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{
+			inputs:  []ir.Input{input("s", ir.KindString), {Name: "xs", Type: ir.Type{Kind: ir.KindList, Elem: &ir.Type{Kind: ir.KindInt}}}},
+			outputs: []ir.Output{output("s", "c.output.v"), output("n", "size(b.output)")},
+			nodes: []*nodeSpec{
+				task("a", "count", with("v", cexpr("'const'"))),
+				task("b", "count", after("a"), forEach("x", "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]", 2), with("v", cexpr("x + size(a.output.v)"))),
+				task("c", "count", after("b"), when("size(b.output) > 0"), with("v", cexpr("input.s"))),
+			},
+		})
+		st := v.run(w, map[string]any{"s": "hello", "xs": ints(1000)})
+		if st.State != RunCompleted || string(st.Result) != `{"s":"hello","n":10}` {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		p := v.e.st.plan(st.IR)
+		if p == nil {
+			t.Fatal("the plan is not kept")
+		}
+		// c's with (once; its when does not read input).
+		if n := p.inputsDecoded.Load(); n != 1 {
+			t.Errorf("the inputs were decoded %d times, want 1", n)
+		}
+		if !p.readsInput("c", "exec") || p.readsInput("b", "exec") || p.readsInput("b", "item") || p.readsInput("a", "exec") || !p.readsInput("", "finish") {
+			t.Error("readsInput is wrong")
+		}
+	})
+}

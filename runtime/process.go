@@ -743,8 +743,8 @@ func (j *job) expand(act vars) error {
 // expandChunkBytes of item JSON, so that no call holds Redis for long
 // (docs/performance.md, "Longest scripts").
 const (
-	expandChunkItems = 1000
-	expandChunkBytes = 256 << 10
+	expandChunkItems = 250
+	expandChunkBytes = 64 << 10
 )
 
 type expandArgs struct {

@@ -142,7 +142,7 @@ func (w *Worker) needsInputs(tok *Token) bool {
 // expressions read input; else "" (an expression reading input then fails
 // to decode it, which readsInput rules out).
 func (j *job) runInputs() (string, error) {
-	if !j.m.noInputs || !j.p.readsInput(j.tok.Node, j.tok.Kind) {
+	if j.m.inputsRead || !j.p.readsInput(j.tok.Node, j.tok.Kind) {
 		return j.m.Inputs, nil
 	}
 	s, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), runField("inputs")).Result()

@@ -224,6 +224,7 @@ type completeArgs struct {
 	Loop    bool        `json:"loop"`
 	Item    int         `json:"item"`
 	FailRun bool        `json:"failrun"`
+	Drop    bool        `json:"drop,omitempty"`
 }
 
 func (j *job) complete(a completeArgs) error {
@@ -233,6 +234,7 @@ func (j *job) complete(a completeArgs) error {
 		}
 	}
 	a.base, a.Node, a.Iter, a.Hop, a.Gen = j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen
+	a.Drop = j.tok.Kind == "exec" && j.n != nil && j.n.ForEach != nil
 	return j.script("complete", a)
 }
 

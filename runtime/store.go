@@ -279,9 +279,10 @@ type runMeta struct {
 	MaxHops    int
 	MaxFanout  int
 	Retention  int64 // ms; 0 keeps the run's keys forever
-	// noInputs: Inputs was not read (readMetaLean); runInputs reads it
-	// when an expression needs it.
-	noInputs bool
+	// inputsRead: Inputs was read (not so by readMetaLean, nor in a meta
+	// an exec token tells); else runInputs reads it when an expression
+	// needs it.
+	inputsRead bool
 }
 
 func (m *runMeta) ref() runRef { return runRef{id: m.ID, graph: m.Graph, queues: m.Queues} }
@@ -349,8 +350,7 @@ func parseMeta(run string, h map[string]string) (*runMeta, error) {
 		DeadlineMS: i("deadline_ms"), MaxHops: int(i("max_hops")), MaxFanout: int(i("max_fanout")),
 		Retention: i("retention"),
 	}
-	_, read := h["inputs"]
-	m.noInputs = !read
+	_, m.inputsRead = h["inputs"]
 	if h["queues"] != "" {
 		m.Queues = strings.Split(h["queues"], ",")
 	}

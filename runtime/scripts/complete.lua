@@ -4,7 +4,8 @@
 --    real tokens; every other forward edge gets a skip), loop (true: start
 --    the next iteration of the node's loop instead of routing), item (the
 --    for_each item whose failure fails the node, or -1), failrun (true: the
---    failure fails the run).
+--    failure fails the run), drop (true: an exec token of a for_each node,
+--    which may be running already: a redelivery after its load started).
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if not checkmsg() then return fail('the message queue is not a queue of the run') end
@@ -32,9 +33,10 @@ if not cur or terminal(cur) then ack(); return 'dup' end
 
 -- Writes.
 local consumed = -1
-if A.item >= 0 then
-  -- An item failed the for_each node: the items still in flight (queued,
-  -- running or waiting on a retry) die with it.
+if A.item >= 0 or (A.drop and cur == 'running') then
+  -- An item failed the for_each node (or a redelivered exec token, poison
+  -- or failing its evaluation now, fails it): the items still in flight
+  -- (queued, running or waiting on a retry) die with it.
   local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done', x .. '|kept', x .. '|ld', x .. '|n')
   consumed = -(tonumber(it[1] or '0') - (tonumber(it[2] or '0') - tonumber(it[3] or '0')))
   -- A load still in progress holds the exec token's unit (expand.lua).

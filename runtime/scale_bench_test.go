@@ -194,7 +194,9 @@ func pct(ds []time.Duration) [3]time.Duration {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(10 * time.Microsecond) }
+	at := func(p float64) time.Duration {
+		return s[min(len(s)-1, int(p*float64(len(s))))].Round(10 * time.Microsecond)
+	}
 	return [3]time.Duration{at(0.5), at(0.99), s[len(s)-1].Round(10 * time.Microsecond)}
 }
 

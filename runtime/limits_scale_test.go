@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -307,6 +308,58 @@ func TestLimitInputsDecodedOnlyWhenRead(t *testing.T) {
 		}
 		if !p.readsInput("c", "exec") || p.readsInput("b", "exec") || p.readsInput("b", "item") || p.readsInput("a", "exec") || !p.readsInput("", "finish") {
 			t.Error("readsInput is wrong")
+		}
+	})
+}
+
+// TestLimitForEachPoisonMidLoad: the message of a for_each whose load
+// stopped half-way (its worker died) comes back once too often and fails
+// the node while items run; the items in flight and the load end with it,
+// so the run goes on down on_error and completes with its counter exact.
+func TestLimitForEachPoisonMidLoad(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		o := fastWorker(v.reg)
+		o.crash, o.Consumer, o.Concurrency, o.expandChunk = true, "doomed", 1, 3
+		ctx1, kill := context.WithCancel(v.ctx)
+		o.afterChunk = func(from, end int) { kill() }
+		w1 := v.e.NewWorker(o)
+		done1 := make(chan struct{})
+		go func() { defer close(done1); w1.Run(ctx1) }()
+		w := build(t, wfSpec{
+			set:    ir.Settings{MaxFanout: 100},
+			inputs: []ir.Input{{Name: "xs", Type: ir.Type{Kind: ir.KindList, Elem: &ir.Type{Kind: ir.KindInt}}, Required: true}},
+			nodes: []*nodeSpec{
+				task("each", "block", forEach("x", "input.xs", 2), with("v", cexpr("x")), onError("ops")),
+				task("ops", "noop"),
+			},
+		})
+		run := v.submit(w, map[string]any{"xs": ints(10)})
+		select {
+		case <-done1:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the doomed worker did not load a chunk")
+		}
+		v.worker(func(o *WorkerOptions) { o.Consumer, o.MaxDeliveries = "rescuer", 1 })
+		// Items 0 and 1 run (blocked) while the message comes back.
+		v.waitStarted()
+		v.waitStarted()
+		for i := 0; ; i++ {
+			if st, err := v.e.Status(v.ctx, run); err == nil && nodeState(st, "each") == NodeFailed {
+				break
+			}
+			if i == 400 {
+				t.Fatal("the node did not fail")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		close(v.unblock)
+		st := v.wait(run)
+		if st.State != RunCompleted || nodeState(st, "each") != NodeFailed || nodeState(st, "ops") != NodeCompleted {
+			t.Fatalf("%s %s: each %s, ops %s", st.State, st.Error, nodeState(st, "each"), nodeState(st, "ops"))
+		}
+		if n := st.Nodes["each"]; n == nil || !strings.Contains(n.Error, "deliveries") {
+			t.Errorf("each: %+v", n)
 		}
 	})
 }

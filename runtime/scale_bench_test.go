@@ -151,8 +151,8 @@ func scaleBench(b *testing.B, name string, big func(testing.TB) *ir.Workflow, in
 	}
 	// By command (scripts by name): how many took over 1 ms, the longest.
 	type agg struct {
-		n   int
-		max time.Duration
+		n, n5 int // over 1 ms, over 5 ms
+		max   time.Duration
 	}
 	by := map[string]*agg{}
 	for _, l := range logs {
@@ -164,11 +164,14 @@ func scaleBench(b *testing.B, name string, big func(testing.TB) *ir.Workflow, in
 			by[n] = &agg{}
 		}
 		by[n].n++
+		if l.Duration > 5*time.Millisecond {
+			by[n].n5++
+		}
 		by[n].max = max(by[n].max, l.Duration)
 	}
 	var top []string
 	for n, a := range by {
-		top = append(top, fmt.Sprintf("%s %d (max %s)", n, a.n, a.max.Round(10*time.Microsecond)))
+		top = append(top, fmt.Sprintf("%s %d (%d over 5 ms, max %s)", n, a.n, a.n5, a.max.Round(10*time.Microsecond)))
 	}
 	slices.Sort(top)
 	b.Logf("over 1 ms: %s", strings.Join(top, ", "))

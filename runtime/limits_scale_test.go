@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"sync/atomic"
 	"time"
 
 	"github.com/wfc-lang/wfc/ir"
@@ -356,6 +357,47 @@ func TestLimitForEachPoisonMidLoad(t *testing.T) {
 		}
 		if n := st.Nodes["each"]; n == nil || !strings.Contains(n.Error, "deliveries") {
 			t.Errorf("each: %+v", n)
+		}
+	})
+}
+
+// TestLimitForEachChunkedRetry: a partial retry of a for_each loaded in
+// chunks keeps the items done before (whole chunks of them, and some of a
+// chunk) and runs the others once more.
+func TestLimitForEachChunkedRetry(t *testing.T) {
+	const n = 10
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		var broken atomic.Bool
+		broken.Store(true)
+		v.reg.RegisterFunc("picky", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			if broken.Load() && req.Item == 7 {
+				return nil, handlers.Permanentf("cannot handle 7")
+			}
+			return req.Config, nil
+		})
+		v.worker(func(o *WorkerOptions) { o.expandChunk = 3 })
+		st := v.run(forEachWF(t, "picky", 1), map[string]any{"xs": ints(n)})
+		if st.State != RunFailed {
+			t.Fatalf("%s", st.State)
+		}
+		broken.Store(false)
+		if err := v.e.Retry(v.ctx, st.RunID); err != nil {
+			t.Fatal(err)
+		}
+		st = v.wait(st.RunID)
+		if want := `{"res":` + intsJSON(n) + `}`; st.State != RunCompleted || string(st.Result) != want {
+			t.Fatalf("%s %s %s", st.State, st.Result, st.Error)
+		}
+		for i := range n {
+			want := 1
+			if i == 7 {
+				want = 2
+			}
+			if c := v.callCount(fmt.Sprintf("%s/each/%d", st.RunID, i)); c != want {
+				t.Errorf("item %d ran %d times, want %d", i, c, want)
+			}
 		}
 	})
 }

@@ -20,7 +20,7 @@ import (
 // 1 ms — and how much a big for_each delays a small run of another engine
 // (its own key prefix and workers) on the same Redis. Run them alone:
 //
-//	go test -run XXX -bench 'Scale' -benchtime 1x ./runtime/
+//	go test -run XXX -bench Scale -benchtime 1x ./runtime/
 func BenchmarkScaleForEachNeighbour(b *testing.B) {
 	for range b.N {
 		scaleBench(b, "for_each 10,000", func(tb testing.TB) *ir.Workflow {
@@ -46,6 +46,18 @@ func BenchmarkScaleFanOut10k(b *testing.B) {
 			}
 			return build(tb, wfSpec{name: "wide", set: ir.Settings{MaxFanout: 10_000}, nodes: nodes})
 		}, nil, true)
+	}
+}
+
+func BenchmarkScaleEntries10k(b *testing.B) {
+	for range b.N {
+		scaleBench(b, "10,000 entry nodes", func(tb testing.TB) *ir.Workflow {
+			var nodes []*nodeSpec
+			for i := range 10_000 {
+				nodes = append(nodes, task(fmt.Sprintf("entry%d", i), "noop"))
+			}
+			return build(tb, wfSpec{name: "wide", nodes: nodes})
+		}, nil, false)
 	}
 }
 

@@ -123,9 +123,15 @@ func (p *plan) readsInput(id, kind string) bool {
 }
 
 // needsInputs reports whether handling the token may read its run's
-// inputs: false only when the worker knows the run's plan (from the meta
-// it keeps) and the token's expressions do not read input.
+// inputs: false only for a for_each's item and collect tokens — the
+// messages a run may have by the thousand — when the worker knows the
+// run's plan (from the meta it keeps) and the token's expressions do not
+// read input. (The other tokens read the inputs with the meta, as they
+// always did, so that a run's meta the worker keeps has them mostly.)
 func (w *Worker) needsInputs(tok *Token) bool {
+	if tok.Kind != "item" && tok.Kind != "fin" {
+		return true
+	}
 	m := w.fresh.kept(tok.Run)
 	if m == nil {
 		return true
@@ -139,17 +145,24 @@ func (w *Worker) needsInputs(tok *Token) bool {
 
 // runInputs returns the run's inputs for this job's activation: those read
 // with its meta, else (a meta read without them) read now when the token's
-// expressions read input; else "" (an expression reading input then fails
-// to decode it, which readsInput rules out).
+// expressions read input — and kept with the run's meta from then on;
+// else "" (an expression reading input then fails to decode it, which
+// readsInput rules out).
 func (j *job) runInputs() (string, error) {
 	if j.m.inputsRead || !j.p.readsInput(j.tok.Node, j.tok.Kind) {
 		return j.m.Inputs, nil
 	}
 	s, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), runField("inputs")).Result()
-	if err == redis.Nil {
-		return "", nil
+	if err != nil && err != redis.Nil {
+		return "", err
 	}
-	return s, err
+	m := *j.m
+	m.Inputs, m.inputsRead = s, true
+	j.m = &m
+	if m.Status == RunRunning && m.Created != 0 { // (not a meta a token told)
+		j.w.fresh.remember(j.tok.Run, &m)
+	}
+	return s, nil
 }
 
 // readMetaLean reads the run's own fields but its inputs.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"testing"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/wfc-lang/wfc/ir"

@@ -536,13 +536,27 @@ func (e *Engine) Wait(ctx context.Context, run string) (*Status, error) {
 		if msgs, err := e.st.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result(); err == nil && len(msgs) > 0 {
 			last = msgs[0].ID
 		}
-		st, err := e.st.status(ctx, run)
+		// The run's own fields say whether it is done; the whole status
+		// (its state hash: every execution) is read once it is. Reading
+		// it on every event held Redis for 10 ms a time in a run of
+		// 10,000 nodes.
+		var st *Status
+		vals, err := e.st.ks.readMetaLean(ctx, e.st.rdb, run).Result()
+		if err == nil {
+			var m *runMeta
+			if m, err = parseMeta(run, metaMapLean(vals)); err == nil {
+				st = &Status{State: m.Status, Compensation: m.Comp, Finally: m.Finally}
+				if st.Done() {
+					st, err = e.st.status(ctx, run)
+				}
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			if errors.Is(err, ErrUnknownRun) {
-				return nil, err
+				return nil, e.st.explainUnknown(ctx, run, err)
 			}
 			e.log.Warn("wfc: reading run status; retrying", "run", run, "err", err)
 			if !sleepCtx(ctx, time.Second) {

@@ -692,13 +692,24 @@ func inputsType(w *ir.Workflow) *ir.Type {
 // activation builds the variables of an evaluation from the run's inputs
 // and the outputs present: each node id is bound to {"output": value} when
 // the node has an output and to {} otherwise, so has(x.output) is false.
+// input is decoded when an evaluation first reads it (a for_each item
+// whose expressions do not read it decoded the whole list each time).
 func (p *plan) activation(inputs string, ids []string, outputs map[string]string) (vars, error) {
 	act := vars{}
-	in, err := jsonToCEL([]byte(inputs), inputsType(p.w))
-	if err != nil {
-		return nil, fmt.Errorf("run inputs: %w", err)
+	var once sync.Once
+	var in any
+	act["input"] = func() any {
+		once.Do(func() {
+			p.inputsDecoded.Add(1)
+			v, err := jsonToCEL([]byte(inputs), inputsType(p.w))
+			if err != nil {
+				in = types.NewErr("run inputs: %v", err)
+				return
+			}
+			in = v
+		})
+		return in
 	}
-	act["input"] = in
 	for _, id := range ids {
 		n := p.nodes[id]
 		if n == nil {

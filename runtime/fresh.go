@@ -90,6 +90,13 @@ func (f *freshness) remember(run string, m *runMeta) {
 	f.runs[run] = m
 }
 
+// kept returns the meta the worker keeps of a run, or nil.
+func (f *freshness) kept(run string) *runMeta {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runs[run]
+}
+
 // prefetched returns, for each message of a batch that is a fresh exec
 // token of a run whose meta is kept (with the token's generation), or whose
 // meta the token itself tells (told, which may return nil), what prefetch

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/runtime/handlers"
@@ -56,6 +57,10 @@ type plan struct {
 
 	ancMu sync.Mutex
 	anc   map[string][]string
+	// inputReads caches readsInput (under ancMu); inputsDecoded counts
+	// the decodings of a run's inputs (a test reads it).
+	inputReads    map[string]bool
+	inputsDecoded atomic.Int64
 
 	simpleOnce sync.Once
 	simple     map[string][]simpleSucc // see simpleSuccessors

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,7 +226,8 @@ type completeArgs struct {
 	FailRun bool        `json:"failrun"`
 	// MaxState is the run's max_state_bytes: an output that would take
 	// the run's stored values over it is not written (reply "state").
-	MaxState int `json:"maxstate"`
+	MaxState int  `json:"maxstate"`
+	Drop     bool `json:"drop,omitempty"`
 }
 
 // maxOutput and maxState are the run's bounds: the worker's, or the
@@ -250,6 +253,7 @@ func (j *job) complete(a completeArgs) error {
 		}
 	}
 	a.base, a.Node, a.Iter, a.Hop, a.Gen = j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen
+	a.Drop = j.tok.Kind == "exec" && j.n != nil && j.n.ForEach != nil
 	a.MaxState = j.maxState()
 	res, err := j.scriptReply("complete", a)
 	if err == nil && res == "state" {
@@ -383,7 +387,11 @@ func (j *job) activation(ids []string) (vars, error) {
 	if err != nil {
 		return nil, redisErr{err}
 	}
-	act, err := j.p.activation(j.m.Inputs, ids, outs)
+	in, err := j.runInputs()
+	if err != nil {
+		return nil, redisErr{err}
+	}
+	act, err := j.p.activation(in, ids, outs)
 	if err != nil {
 		return nil, &evalError{what: "activation", err: err}
 	}
@@ -783,20 +791,124 @@ func (j *job) expand(act vars) error {
 	if len(items) == 0 {
 		return j.succeed(json.RawMessage("[]"), act)
 	}
-	reply, err := j.scriptReply("expand", struct {
-		base
-		Node     string   `json:"node"`
-		Iter     string   `json:"iter"`
-		Hop      int      `json:"hop"`
-		Gen      int      `json:"gen"`
-		Items    []string `json:"items"`
-		Parallel int      `json:"parallel"`
-		MaxState int      `json:"maxstate"`
-	}{j.base(), j.tok.Node, j.tok.Iter, j.tok.Hop, j.tok.Gen, items, n.ForEach.Parallel, j.maxState()})
-	if err == nil && reply == "state" {
-		return j.failNode(j.stateErr("the for_each items", size-2-len(items)), -1)
+	return j.load(items, size-2-len(items))
+}
+
+// Expand's chunks: a call of the expand script carries at most
+// expandChunkItems items and, past its first item, at most
+// expandChunkBytes of item JSON, so that no call holds Redis for long
+// (docs/performance.md, "Longest scripts").
+const (
+	expandChunkItems = 250
+	expandChunkBytes = 64 << 10
+)
+
+type expandArgs struct {
+	base
+	Node     string   `json:"node"`
+	Iter     string   `json:"iter"`
+	Hop      int      `json:"hop"`
+	Gen      int      `json:"gen"`
+	Items    []string `json:"items"`
+	Parallel int      `json:"parallel"`
+	From     int      `json:"from,omitempty"`
+	N        int      `json:"n,omitempty"`
+	H        string   `json:"h,omitempty"`
+	Size     int      `json:"size,omitempty"` // of all the items
+	MaxState int      `json:"maxstate"`
+}
+
+// load calls expand with the items, in chunks (expandChunk): a list that
+// fits one chunk takes one call, as it always did. A chunk that does not
+// start where the stored load stopped (this message was delivered again
+// after its worker died mid-load, or twice at once) changes nothing and
+// tells where to continue ("at:<k>").
+// The first chunk counts the whole list (size bytes) in the run's stored
+// values: reply "state" when it does not fit, nothing written.
+func (j *job) load(items []string, size int) error {
+	a := expandArgs{base: j.base(), Node: j.tok.Node, Iter: j.tok.Iter, Hop: j.tok.Hop, Gen: j.tok.Gen, Parallel: j.n.ForEach.Parallel,
+		Size: size, MaxState: j.maxState()}
+	max := expandChunkItems
+	if c := j.w.opts.expandChunk; c > 0 {
+		max = c
 	}
-	return err
+	end := expandChunk(items, 0, max)
+	if end < len(items) {
+		a.N, a.H = len(items), itemsHash(items)
+	}
+	for from := 0; from < len(items); {
+		if from > 0 {
+			if err := j.ctx.Err(); err != nil {
+				return err // the worker stops: the message goes on elsewhere
+			}
+			end = expandChunk(items, from, max)
+			a.base = j.base() // its time
+		}
+		a.From, a.Items = from, items[from:end]
+		reply, err := j.loadChunk(a, end == len(items))
+		if err != nil {
+			return err
+		}
+		switch {
+		case reply == "ok":
+			if hook := j.w.opts.afterChunk; hook != nil {
+				hook(from, end)
+			}
+			from = end
+		case strings.HasPrefix(reply, "at:"):
+			k, err := strconv.Atoi(reply[3:])
+			if err != nil || k < 0 || k >= len(items) {
+				return fmt.Errorf("expand %s: reply %q", j.x, reply)
+			}
+			from = k
+		case reply == "state":
+			return j.failNode(j.stateErr("the for_each items", size), -1)
+		case reply == "changed":
+			// The list is not the one the load started with (a
+			// redelivery evaluated it differently): going on would lose
+			// or repeat items.
+			return j.abort(fmt.Sprintf("for_each %s: the item list evaluated differently when its message was delivered again", j.x), j.x)
+		default:
+			return nil // dup, stale, inactive: acknowledged
+		}
+	}
+	return nil
+}
+
+// loadChunk calls expand with one chunk. Only the last one may hand the
+// message's slot to a message its batch reads: the handling goes on after
+// the others.
+func (j *job) loadChunk(a expandArgs, last bool) (string, error) {
+	if !last && j.give != nil {
+		give := j.give
+		j.give = nil
+		defer func() { j.give = give }()
+	}
+	return j.scriptReply("expand", a)
+}
+
+// expandChunk returns the end of the chunk of items that starts at from,
+// of at most max items.
+func expandChunk(items []string, from, max int) int {
+	end, size := from+1, len(items[from])
+	for end < len(items) && end-from < max && size+len(items[end]) <= expandChunkBytes {
+		size += len(items[end])
+		end++
+	}
+	return end
+}
+
+// itemsHash identifies a for_each's item list across the chunks of its
+// load.
+func itemsHash(items []string) string {
+	h := fnv.New64a()
+	var n [8]byte
+	for _, it := range items {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(it)))
+		h.Write(n[:])
+		h.Write([]byte(it))
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
 }
 
 // item runs one for_each item.
@@ -961,7 +1073,7 @@ func (j *job) collect() error {
 	var b strings.Builder
 	b.WriteByte('[')
 	if count > 0 {
-		vals, err := j.w.st.rdb.HMGet(j.ctx, ik, fields...).Result()
+		vals, err := j.hmgetChunked(ik, fields)
 		if err != nil {
 			return err
 		}
@@ -989,6 +1101,28 @@ func (j *job) collect() error {
 		return j.evalFailed(err, -1)
 	}
 	return j.succeed(json.RawMessage(b.String()), act)
+}
+
+// hmgetChunked is HMGET of many fields in pipelined commands of at most
+// expandChunkItems fields each: one command for 100,000 items' outputs
+// would hold Redis as long as the expand of old.
+func (j *job) hmgetChunked(key string, fields []string) ([]any, error) {
+	if len(fields) <= expandChunkItems {
+		return j.w.st.rdb.HMGet(j.ctx, key, fields...).Result()
+	}
+	pipe := j.w.st.rdb.Pipeline()
+	var cmds []*redis.SliceCmd
+	for i := 0; i < len(fields); i += expandChunkItems {
+		cmds = append(cmds, pipe.HMGet(j.ctx, key, fields[i:min(i+expandChunkItems, len(fields))]...))
+	}
+	if _, err := pipe.Exec(j.ctx); err != nil {
+		return nil, err
+	}
+	vals := make([]any, 0, len(fields))
+	for _, c := range cmds {
+		vals = append(vals, c.Val()...)
+	}
+	return vals, nil
 }
 
 // compensate runs one compensation of a failed run.

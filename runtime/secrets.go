@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/common/types"
 
@@ -279,11 +280,32 @@ func jsonString(s string) []byte {
 // secretInputs binds the secret inputs of an activation's input map to
 // their values; a secret the worker lacks becomes an error value, so that
 // only an expression that reads it fails (code secret).
+// input may be bound lazily (a func decoding it on first read, eval.go's
+// activation): then the secrets are bound when it is decoded.
 func (j *job) secretInputs(act vars) {
-	in, ok := act["input"].(map[string]any)
-	if !ok {
+	if !hasSecretInputs(j.p.w) {
 		return
 	}
+	switch in := act["input"].(type) {
+	case map[string]any:
+		j.bindSecrets(in)
+	case func() any:
+		var once sync.Once
+		act["input"] = func() any {
+			v := in()
+			once.Do(func() {
+				if m, ok := v.(map[string]any); ok {
+					j.bindSecrets(m)
+				}
+			})
+			return v
+		}
+	}
+}
+
+// bindSecrets replaces the names of the secret inputs in the decoded
+// input map by their values.
+func (j *job) bindSecrets(in map[string]any) {
 	for i := range j.p.w.Inputs {
 		decl := &j.p.w.Inputs[i]
 		if decl.Type.Kind != ir.KindSecret {

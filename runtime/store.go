@@ -250,6 +250,13 @@ func (s *store) planFor(ctx context.Context, hash string) (*plan, error) {
 	return p, nil
 }
 
+// plan returns the plan of an IR hash when the store keeps it, else nil.
+func (s *store) plan(hash string) *plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.plans[hash]
+}
+
 // A runMeta is the decoded meta of a run: its own fields, run|<name> in its
 // state hash.
 type runMeta struct {
@@ -272,6 +279,10 @@ type runMeta struct {
 	MaxHops    int
 	MaxFanout  int
 	Retention  int64 // ms; 0 keeps the run's keys forever
+	// inputsRead: Inputs was read (not so by readMetaLean, nor in a meta
+	// an exec token tells); else runInputs reads it when an expression
+	// needs it.
+	inputsRead bool
 }
 
 func (m *runMeta) ref() runRef { return runRef{id: m.ID, graph: m.Graph, queues: m.Queues} }
@@ -343,6 +354,7 @@ func parseMeta(run string, h map[string]string) (*runMeta, error) {
 		DeadlineMS: i("deadline_ms"), MaxHops: int(i("max_hops")), MaxFanout: int(i("max_fanout")),
 		Retention: i("retention"),
 	}
+	_, m.inputsRead = h["inputs"]
 	if h["queues"] != "" {
 		m.Queues = strings.Split(h["queues"], ",")
 	}

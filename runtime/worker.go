@@ -98,6 +98,10 @@ type WorkerOptions struct {
 	// generalOnly: completions never take the fast path (advance.lua), so
 	// that a test can compare it with complete.lua.
 	generalOnly bool
+	// expandChunk: at most this many items per expand call (0: the
+	// default); afterChunk is called after each expand call that applied.
+	expandChunk int
+	afterChunk  func(from, end int)
 }
 
 func (o *WorkerOptions) defaults() {
@@ -610,6 +614,8 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	pipe := w.st.rdb.Pipeline()
 	metas := map[string]*redis.SliceCmd{} // one read per run
 	states := map[*prefetched]*redis.StringCmd{}
+	// The runs whose inputs a message of the batch may read (inputslazy.go).
+	inputs := map[string]bool{}
 	for _, s := range res {
 		for _, m := range s.Messages {
 			raw, _ := m.Values["t"].(string)
@@ -617,11 +623,8 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 			if decodeToken(raw, &p.tok) != nil || !validRunID(p.tok.Run) {
 				continue
 			}
-			if metas[p.tok.Run] == nil {
-				metas[p.tok.Run] = w.ks.readMeta(ctx, pipe, p.tok.Run)
-			}
-			if p.tok.Kind == "exec" && p.tok.Node != "" {
-				states[p] = pipe.HGet(ctx, w.ks.state(p.tok.Run), execKey(p.tok.Node, p.tok.Iter))
+			if !inputs[p.tok.Run] && w.needsInputs(&p.tok) {
+				inputs[p.tok.Run] = true
 			}
 			out[msgKey(s.Stream, m.ID)] = p
 		}
@@ -629,11 +632,28 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 	if len(out) == 0 {
 		return nil
 	}
+	lean := map[string]bool{}
+	for _, p := range out {
+		if metas[p.tok.Run] == nil {
+			if inputs[p.tok.Run] {
+				metas[p.tok.Run] = w.ks.readMeta(ctx, pipe, p.tok.Run)
+			} else {
+				metas[p.tok.Run], lean[p.tok.Run] = w.ks.readMetaLean(ctx, pipe, p.tok.Run), true
+			}
+		}
+		if p.tok.Kind == "exec" && p.tok.Node != "" {
+			states[p] = pipe.HGet(ctx, w.ks.state(p.tok.Run), execKey(p.tok.Node, p.tok.Iter))
+		}
+	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil
 	}
 	for _, p := range out {
-		p.meta = metaMap(metas[p.tok.Run].Val())
+		if lean[p.tok.Run] {
+			p.meta = metaMapLean(metas[p.tok.Run].Val())
+		} else {
+			p.meta = metaMap(metas[p.tok.Run].Val())
+		}
 		if c := states[p]; c != nil {
 			v := c.Val() // "" when the field does not exist
 			p.state = &v

@@ -6,7 +6,9 @@
 --    for_each item whose failure fails the node, or -1), failrun (true: the
 --    failure fails the run), maxstate (lib.lua's overstate: an output
 --    that does not fit is refused, reply 'state', writing nothing; an
---    error that does not fit fails the run with code state instead).
+--    error that does not fit fails the run with code state instead), drop
+--    (true: an exec token of a for_each node, which may be running
+--    already: a redelivery after its load started).
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if not checkmsg() then return fail('the message queue is not a queue of the run') end
@@ -47,11 +49,14 @@ end
 -- Writes.
 if A.mode ~= 'skip' then addbytes(size) end
 local consumed = -1
-if A.item >= 0 then
-  -- An item failed the for_each node: the items still in flight (queued,
-  -- running or waiting on a retry) die with it.
-  local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done', x .. '|kept')
+if A.item >= 0 or (A.drop and cur == 'running') then
+  -- An item failed the for_each node (or a redelivered exec token, poison
+  -- or failing its evaluation now, fails it): the items still in flight
+  -- (queued, running or waiting on a retry) die with it.
+  local it = redis.call('HMGET', ITEMS, x .. '|next', x .. '|done', x .. '|kept', x .. '|ld', x .. '|n')
   consumed = -(tonumber(it[1] or '0') - (tonumber(it[2] or '0') - tonumber(it[3] or '0')))
+  -- A load still in progress holds the exec token's unit (expand.lua).
+  if it[4] and tonumber(it[4]) < tonumber(it[5]) then consumed = consumed - 1 end
 end
 if A.mode == 'ok' then
   redis.call('HSET', STATE, x, 'completed')

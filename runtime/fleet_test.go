@@ -260,9 +260,6 @@ func TestLimitPrivateEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { pe.Close() })
-		if !strings.HasPrefix(pe.ControlQueue(), "p.") {
-			t.Fatalf("control queue %q", pe.ControlQueue())
-		}
 		wk := pe.StartWorkers(v.ctx, 4, fastWorker(nil))
 		own, err := pe.Submit(v.ctx, execWorkflow(t), nil)
 		if err != nil {
@@ -274,6 +271,13 @@ func TestLimitPrivateEngine(t *testing.T) {
 		if err != nil || st.State != RunCompleted {
 			t.Fatalf("own run: %v %s", err, dump(st))
 		}
+		failed, err := pe.Submit(v.ctx, build(t, wfSpec{nodes: []*nodeSpec{task("f", "fail")}}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := pe.Wait(ctx, failed); err != nil || st.State != RunFailed {
+			t.Fatalf("failing run: %v %s", err, dump(st))
+		}
 		time.Sleep(300 * time.Millisecond)
 		fst, err := v.e.Status(v.ctx, foreign)
 		if err != nil {
@@ -282,8 +286,11 @@ func TestLimitPrivateEngine(t *testing.T) {
 		if fst.State != RunRunning || nodeState(fst, "a") != NodeQueued {
 			t.Fatalf("the private engine's worker touched the foreign run: %s", dump(fst))
 		}
-		if h := wk.Stats().Handled; h != 2 {
-			t.Errorf("the private worker handled %d messages, want 2", h)
+		if h := wk.Stats().Handled; h != 3 {
+			t.Errorf("the private worker handled %d messages, want 3", h)
+		}
+		if !strings.HasPrefix(pe.ControlQueue(), "p.") {
+			t.Fatalf("control queue %q", pe.ControlQueue())
 		}
 		pe.StopWorkers()
 		if err := pe.DropPrivate(v.ctx); err != nil {
@@ -293,6 +300,10 @@ func TestLimitPrivateEngine(t *testing.T) {
 		graphs, _ := v.e.st.rdb.Keys(v.ctx, v.e.opts.Prefix+":*:graph:*").Result()
 		if len(keys) != 0 || len(graphs) != 1 {
 			t.Errorf("after DropPrivate: %v, graphs %v", keys, graphs)
+		}
+		// Its failed run cannot be retried: nobody serves its queue.
+		if err := pe.Retry(v.ctx, failed); err == nil || !strings.Contains(err.Error(), "cannot be retried once that process has ended") {
+			t.Errorf("retry of a dropped private run: %v", err)
 		}
 		// The foreign run still runs with an ordinary exec worker.
 		v.worker(func(o *WorkerOptions) { o.Handlers = handlers.NewRegistry(handlers.Options{AllowExec: true}) })

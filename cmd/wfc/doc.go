@@ -43,7 +43,7 @@
 //
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
 //	        [--workers N] [--allow-exec] [--json] [-q] FILE
-//	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
+//	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec] [--dead-after D]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
 //

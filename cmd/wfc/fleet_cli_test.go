@@ -46,6 +46,9 @@ func TestLimitRunTakesOnlyItsOwnRun(t *testing.T) {
 	if code := Run(ctx, env, []string{"submit", "--redis", url, foreign}); code != exitOK {
 		t.Fatalf("submit: exit %d: %s", code, stderr)
 	}
+	if want := "no live worker serves queue default (handler echo), h:exec (handler exec) yet"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("submit's stderr lacks %q: %s", want, stderr)
+	}
 	id := strings.TrimSpace(stdout.String())
 	env, _, stderr = bufEnv()
 	if code := Run(ctx, env, []string{"run", "-q", "--redis", url, "--allow-exec", own}); code != exitOK {

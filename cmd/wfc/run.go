@@ -230,28 +230,10 @@ func execHint(missing []string, allowExec bool) string {
 // cannot run) has a live worker in the Redis's registry; else the run
 // would wait for ever. It reports and returns exitFailed if not.
 func checkServed(ctx context.Context, env *Env, eng *runtime.Engine, w *ir.Workflow, allowExec bool) int {
-	queues, err := eng.QueuesOf(w)
+	missing, hs, err := unserved(ctx, eng, w, eng.ControlQueue())
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
 		return exitFailed
-	}
-	workers, err := eng.Workers(ctx)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc run: reading the worker registry: %v\n", err)
-		return exitFailed
-	}
-	live := map[string]bool{}
-	for _, wk := range workers {
-		for _, q := range wk.Queues {
-			live[q] = live[q] || wk.Live
-		}
-	}
-	var missing, hs []string
-	for _, q := range slices.Sorted(maps.Keys(queues)) {
-		if q != eng.ControlQueue() && !live[q] {
-			missing = append(missing, fmt.Sprintf("%s (handler %s)", q, strings.Join(queues[q], ", ")))
-			hs = append(hs, queues[q]...)
-		}
 	}
 	if len(missing) == 0 {
 		return exitOK
@@ -259,6 +241,37 @@ func checkServed(ctx context.Context, env *Env, eng *runtime.Engine, w *ir.Workf
 	fmt.Fprintf(env.Stderr, "wfc run: this process cannot run handler %s%s, and no live worker on this Redis serves queue %s; start a 'wfc worker' that runs it\n",
 		strings.Join(hs, ", "), execHint(hs, allowExec), strings.Join(missing, ", "))
 	return exitFailed
+}
+
+// unserved returns the queues of a run of w (but skip) that no live worker
+// in the registry serves, as "queue (handler h, ...)", and their handlers.
+func unserved(ctx context.Context, eng *runtime.Engine, w *ir.Workflow, skip string) (missing, hs []string, err error) {
+	queues, err := eng.QueuesOf(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	workers, err := eng.Workers(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the worker registry: %w", err)
+	}
+	live := map[string]bool{}
+	for _, wk := range workers {
+		for _, q := range wk.Queues {
+			live[q] = live[q] || wk.Live
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(queues)) {
+		if q == skip || live[q] {
+			continue
+		}
+		if len(queues[q]) == 0 {
+			missing = append(missing, q+" (the control queue)")
+			continue
+		}
+		missing = append(missing, fmt.Sprintf("%s (handler %s)", q, strings.Join(queues[q], ", ")))
+		hs = append(hs, queues[q]...)
+	}
+	return missing, hs, nil
 }
 
 // watch waits for the run to end (with its compensations, if any) and
@@ -561,7 +574,9 @@ const submitDoc = `
 Submit starts a run of a workflow in a Redis and prints its run id; the
 'wfc worker' processes serving that Redis execute it. FILE and inputs as
 for 'wfc run'. With --wait it then waits for the run like 'wfc run', -q
-leaving out the progress lines.`
+leaving out the progress lines. It warns when no live worker serves a
+queue of the run (exec's h:exec needs a 'wfc worker --allow-exec'): the
+run then waits until one starts.`
 
 func runSubmit(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("submit", "wfc submit --redis URL [flags] FILE", submitDoc)
@@ -604,6 +619,10 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 		return exitFailed
 	}
 	fmt.Fprintln(env.Stdout, id)
+	// The run waits, visibly (wfc status), for a worker of each queue.
+	if missing, _, err := unserved(ctx, eng, w, ""); err == nil && len(missing) > 0 {
+		fmt.Fprintf(env.Stderr, "wfc submit: no live worker serves queue %s yet: the run waits until one starts\n", strings.Join(missing, ", "))
+	}
 	if !*wait {
 		return exitOK
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -371,9 +372,9 @@ func HandlerQueue(handler string) string {
 // or with Options.Private a queue of the engine's own.
 func (e *Engine) ControlQueue() string { return e.ctl }
 
-// QueuesOf returns the queues a run of w would use, control queue first,
-// with the handlers that go to each (none for the control queue's own
-// tokens), so that a caller can check that workers serve them.
+// QueuesOf returns the queues a run of w would use, each with the handlers
+// whose tokens go there (none for a queue of control tokens only), so that
+// a caller can check that workers serve them.
 func (e *Engine) QueuesOf(w *ir.Workflow) (map[string][]string, error) {
 	p, err := e.plan(w)
 	if err != nil {
@@ -383,28 +384,25 @@ func (e *Engine) QueuesOf(w *ir.Workflow) (map[string][]string, error) {
 	for _, q := range p.queues {
 		out[q] = nil
 	}
-	add := func(h string) {
-		if h == "" {
-			return
-		}
-		q := e.queueOf(h)
-		if !slices.Contains(out[q], h) {
+	add := func(q, h string) {
+		if h != "" && !slices.Contains(out[q], h) {
 			out[q] = append(out[q], h)
 		}
 	}
 	for _, n := range p.w.Nodes {
-		add(n.Handler)
+		g := p.graph[n.ID]
+		add(g.Q, n.Handler)
 		if n.Dispatch != nil {
 			for _, h := range n.Dispatch.Handlers {
-				add(h)
+				add(g.Q, h)
 			}
 		}
 		if n.Compensate != nil {
-			add(n.Compensate.Handler)
+			add(g.CQ, n.Compensate.Handler)
 		}
 	}
 	if p.w.Finally != nil {
-		add(p.w.Finally.Handler)
+		add(cmp.Or(p.info.FQ, p.info.Ctl), p.w.Finally.Handler)
 	}
 	return out, nil
 }

@@ -33,13 +33,20 @@ func TestLimitMixedFleet(t *testing.T) {
 			o.Handlers = handlers.NewRegistry(handlers.Options{AllowExec: true})
 		})
 		w := execWorkflow(t)
+		// A finally step goes to its handler's queue too.
+		fin := execWorkflow(t)
+		fin.Finally = &ir.Finally{Handler: "exec", With: []ir.Param{{Name: "argv", Value: konst(`["true"]`)}}}
 		var runs []string
-		for range 40 {
-			runs = append(runs, v.submit(w, nil))
+		for i := range 40 {
+			runs = append(runs, v.submit([]*ir.Workflow{w, fin}[i%2], nil))
 		}
-		for _, r := range runs {
-			if st := v.wait(r); st.State != RunCompleted {
+		for i, r := range runs {
+			st := v.wait(r)
+			if st.State != RunCompleted {
 				t.Fatalf("run %s: %s: %s", r, st.State, st.Error)
+			}
+			if i%2 == 1 && st.Finally != "done" {
+				t.Fatalf("run %s: finally %s: %s", r, st.Finally, st.FinallyError)
 			}
 		}
 	})
@@ -110,7 +117,7 @@ func consumers(t testing.TB, e *Engine, q string) []string {
 func TestLimitReapDeadWorkers(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
-		const dead = 700 * time.Millisecond
+		const dead = 1200 * time.Millisecond
 		crash := func(name string) (stop func()) {
 			o := fastWorker(v.reg)
 			o.crash, o.Consumer, o.DeadAfter, o.Logger = true, name, dead, testLogger(t)

@@ -37,6 +37,7 @@ type graphInfo struct {
 	Ctl     string `json:"ctl"`           // control queue
 	Outputs bool   `json:"outputs"`       // the run ends through a finish token: it has outputs to evaluate, or goals to check, or a finally
 	Finally bool   `json:"fin,omitempty"` // the workflow has a finally block: endrun queues it (lib.lua)
+	FQ      string `json:"fq,omitempty"`  // the finally handler's queue, when not the control queue
 }
 
 // A plan is a workflow prepared for execution: its IR, content hash,
@@ -231,6 +232,13 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 	}
 	if len(p.entries) == 0 {
 		return nil, fmt.Errorf("runtime: workflow %q has no entry node", w.Name)
+	}
+	if f := w.Finally; f != nil {
+		if q := cmp.Or(qf(f.Handler), ctl); q != ctl {
+			p.info.FQ = q
+			queues[q] = true
+			assign = append(assign, "_fin="+q)
+		}
 	}
 	delete(queues, ctl)
 	p.queues = []string{ctl}

@@ -391,6 +391,9 @@ func (s *store) graphQueues(ctx context.Context, key string) (*graphQueues, erro
 				return nil, fmt.Errorf("graph %s: %w", key, err)
 			}
 			ctl = cmp.Or(info.Ctl, ControlQueue)
+			if info.FQ != "" {
+				others[info.FQ] = true
+			}
 			continue
 		}
 		var g gnode

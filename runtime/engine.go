@@ -1,14 +1,17 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
 	"github.com/wfc-lang/wfc/runtime/internal/trips"
 )
 
@@ -35,10 +39,23 @@ type Options struct {
 	Shards int
 	// Prefix of every key (default "wf").
 	Prefix string
-	// Queues maps handler names to queues; handlers not listed use the
-	// control queue, "default". Submitting processes decide where tokens go;
-	// workers choose the queues they serve.
+	// Queues maps handler names to queues. A handler not listed goes to
+	// the control queue ("default") when it is a core handler
+	// (handlers.Core: every worker runs it), else to a queue of its own,
+	// HandlerQueue(name) ("h:exec" for exec), which by default only
+	// workers that can run it serve. Submitting processes decide where
+	// tokens go; workers choose the queues they serve.
 	Queues map[string]string
+	// Private, when set, keeps the engine's runs to the engine's own
+	// workers (`wfc run --redis`): their control queue gets a random name
+	// ("p." and 16 hex digits) that only workers of this engine serve by
+	// default, and every handler Private can run goes there too; the
+	// other handlers go to their usual queues, for other workers. Those
+	// workers run Private's handlers unless WorkerOptions.Handlers says
+	// otherwise; they serve no other queue by default, so that they take
+	// no other run's work. DropPrivate deletes the private queues and
+	// graphs once the runs ended.
+	Private *handlers.Registry
 	// MaxHops and MaxFanout apply when a workflow does not set them
 	// (defaults 10,000 and 1,000).
 	MaxHops   int
@@ -86,7 +103,10 @@ type Engine struct {
 	log  *slog.Logger
 	addr string
 
+	ctl string // the control queue of the engine's runs
+
 	mu     sync.Mutex
+	stored map[int][]string // private mode: the graph suffixes stored, by shard
 	plans  map[string]*plan // by IR hash
 	groups map[string]bool  // streams whose consumer group exists
 	bg     []*bgWorker
@@ -153,7 +173,14 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	e := &Engine{opts: opts, log: opts.Logger, plans: map[string]*plan{}, groups: map[string]bool{}}
+	e := &Engine{opts: opts, log: opts.Logger, plans: map[string]*plan{}, groups: map[string]bool{}, ctl: ControlQueue, stored: map[int][]string{}}
+	if opts.Private != nil {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("runtime: naming the private queue: %w", err)
+		}
+		e.ctl = "p." + hex.EncodeToString(b[:])
+	}
 	routeRedisLogs(opts.Logger)
 	url := opts.RedisURL
 	if url == "" {
@@ -315,11 +342,70 @@ func (e *Engine) StopWorkers() {
 	}
 }
 
+// queueOf is the queue of a handler's tokens (Options.Queues).
 func (e *Engine) queueOf(handler string) string {
+	if e.opts.Private != nil && e.opts.Private.Can(handler) {
+		return e.ctl
+	}
 	if q := e.opts.Queues[handler]; q != "" {
 		return q
 	}
-	return ControlQueue
+	if handlers.Core(handler) {
+		return e.ctl
+	}
+	return HandlerQueue(handler)
+}
+
+// HandlerQueue is the queue of a handler that is not a core handler
+// (handlers.Core) and that Options.Queues does not route: "h:" and its
+// name, or for a name that cannot be part of a queue name (ValidQueue),
+// "h:" and 16 hex digits of its SHA-256. A worker serves by default the
+// control queue and the HandlerQueue of every other handler it can run.
+func HandlerQueue(handler string) string {
+	if q := "h:" + handler; ValidQueue(q) {
+		return q
+	}
+	sum := sha256.Sum256([]byte(handler))
+	return "h:" + hex.EncodeToString(sum[:8])
+}
+
+// ControlQueue returns the control queue of the engine's runs: "default",
+// or with Options.Private a queue of the engine's own.
+func (e *Engine) ControlQueue() string { return e.ctl }
+
+// QueuesOf returns the queues a run of w would use, each with the handlers
+// whose tokens go there (none for a queue of control tokens only), so that
+// a caller can check that workers serve them.
+func (e *Engine) QueuesOf(w *ir.Workflow) (map[string][]string, error) {
+	p, err := e.plan(w)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, q := range p.queues {
+		out[q] = nil
+	}
+	add := func(q, h string) {
+		if h != "" && !slices.Contains(out[q], h) {
+			out[q] = append(out[q], h)
+		}
+	}
+	for _, n := range p.w.Nodes {
+		g := p.graph[n.ID]
+		add(g.Q, n.Handler)
+		if n.Dispatch != nil {
+			for _, h := range n.Dispatch.Handlers {
+				add(g.Q, h)
+			}
+		}
+		if n.Compensate != nil {
+			add(g.CQ, n.Compensate.Handler)
+		}
+	}
+	if p.w.Finally != nil {
+		add(cmp.Or(p.info.FQ, p.info.Ctl), p.w.Finally.Handler)
+	}
+	return out, nil
 }
 
 // plan returns the prepared plan of w, caching by IR hash.
@@ -337,7 +423,7 @@ func (e *Engine) plan(w *ir.Workflow) (*plan, error) {
 	if p != nil {
 		return p, nil
 	}
-	p, err = newPlan(w, e.queueOf)
+	p, err = newPlan(w, e.queueOf, e.ctl)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +564,7 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (s
 	if e.opts.generalOnly {
 		return "", nil
 	}
-	if ref.queueIndex(ControlQueue) == 0 {
+	if len(ref.queues) == 0 {
 		return "", nil
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
@@ -724,6 +810,13 @@ func ValidQueue(q string) bool {
 func (e *Engine) storePlan(ctx context.Context, p *plan, shard int) error {
 	if err := e.st.putPlan(ctx, p, shard); err != nil {
 		return fmt.Errorf("runtime: storing the workflow: %w", err)
+	}
+	if e.opts.Private != nil {
+		e.mu.Lock()
+		if !slices.Contains(e.stored[shard], p.suffix) {
+			e.stored[shard] = append(e.stored[shard], p.suffix)
+		}
+		e.mu.Unlock()
 	}
 	for _, q := range p.queues {
 		stream := e.st.ks.stream(shard, q)

@@ -160,6 +160,9 @@ func TestBadHandlers(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
 		v.worker()
+		// A worker told to serve the queue of a handler it lacks fails
+		// its nodes (by default it would not serve it: TestLimitWaitingForWorker).
+		v.worker(func(o *WorkerOptions) { o.Queues = []string{HandlerQueue("nosuch")} })
 		for _, c := range []struct{ handler, want string }{
 			{"boom", "panicked: boom"},
 			{"badjson", "invalid JSON"},

@@ -38,6 +38,7 @@ type graphInfo struct {
 	Ctl     string `json:"ctl"`           // control queue
 	Outputs bool   `json:"outputs"`       // the run ends through a finish token: it has outputs to evaluate, or goals to check, or a finally
 	Finally bool   `json:"fin,omitempty"` // the workflow has a finally block: endrun queues it (lib.lua)
+	FQ      string `json:"fq,omitempty"`  // the finally handler's queue, when not the control queue
 }
 
 // A plan is a workflow prepared for execution: its IR, content hash,
@@ -115,8 +116,8 @@ func (p *plan) simpleSuccessors(id string) ([]simpleSucc, bool) {
 type queueOf func(handler string) string
 
 // newPlan prepares w, which it does not modify: it works on a decoded copy,
-// analyzed and validated.
-func newPlan(w *ir.Workflow, qf queueOf) (*plan, error) {
+// analyzed and validated. ctl is the control queue ("" for ControlQueue).
+func newPlan(w *ir.Workflow, qf queueOf, ctl string) (*plan, error) {
 	if err := CheckSupported(w); err != nil {
 		return nil, err
 	}
@@ -124,11 +125,12 @@ func newPlan(w *ir.Workflow, qf queueOf) (*plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: encoding IR: %w", err)
 	}
-	return planFromJSON(data, qf)
+	return planFromJSON(data, qf, ctl)
 }
 
 // planFromJSON prepares an IR document.
-func planFromJSON(data []byte, qf queueOf) (*plan, error) {
+func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
+	ctl = cmp.Or(ctl, ControlQueue)
 	w, err := ir.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: invalid IR: %w", err)
@@ -148,39 +150,36 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 		hash:  hash,
 		nodes: make(map[string]*ir.Node, len(w.Nodes)),
 		graph: make(map[string]*gnode, len(w.Nodes)),
-		info:  graphInfo{Ctl: ControlQueue, Outputs: len(w.Outputs) > 0 || len(w.Goals) > 0 || w.Finally != nil, Finally: w.Finally != nil},
+		info:  graphInfo{Ctl: ctl, Outputs: len(w.Outputs) > 0 || len(w.Goals) > 0 || w.Finally != nil, Finally: w.Finally != nil},
 		order: make(map[string]int, len(w.Order)),
 	}
 	for i, id := range w.Order {
 		p.order[id] = i
 	}
 	if qf == nil {
-		qf = func(string) string { return ControlQueue }
+		qf = func(string) string { return ctl }
 	}
-	queues := map[string]bool{ControlQueue: true}
+	queues := map[string]bool{ctl: true}
 	var assign []string
+	if ctl != ControlQueue {
+		// Another control queue is another stored graph.
+		assign = append(assign, "_ctl="+ctl)
+	}
 	for i := range w.Nodes {
 		n := &w.Nodes[i]
 		p.nodes[n.ID] = n
-		h := n.Handler
+		g := &gnode{Q: cmp.Or(qf(n.Handler), ctl)}
 		if d := n.Dispatch; d != nil && len(d.Handlers) > 0 {
-			// The token goes to one queue before the handler is chosen:
-			// the set's handlers must share it.
-			h = d.Handlers[0]
-			for _, o := range d.Handlers[1:] {
-				if qf(o) != qf(h) {
-					return nil, fmt.Errorf("runtime: node %s dispatches to handlers on different queues (%s on %q, %s on %q): a dispatch set must share a queue", n.ID, h, qf(h), o, qf(o))
-				}
+			q, err := dispatchQueue(n.ID, d.Handlers, qf, ctl)
+			if err != nil {
+				return nil, err
 			}
-		}
-		g := &gnode{Q: qf(h)}
-		if g.Q == "" {
-			g.Q = ControlQueue
+			g.Q = q
 		}
 		queues[g.Q] = true
 		assign = append(assign, n.ID+"="+g.Q)
 		if n.Compensate != nil {
-			g.CQ = cmp.Or(qf(n.Compensate.Handler), ControlQueue)
+			g.CQ = cmp.Or(qf(n.Compensate.Handler), ctl)
 			queues[g.CQ] = true
 			assign = append(assign, n.ID+"~"+g.CQ)
 		}
@@ -239,8 +238,15 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 	if len(p.entries) == 0 {
 		return nil, fmt.Errorf("runtime: workflow %q has no entry node", w.Name)
 	}
-	delete(queues, ControlQueue)
-	p.queues = []string{ControlQueue}
+	if f := w.Finally; f != nil {
+		if q := cmp.Or(qf(f.Handler), ctl); q != ctl {
+			p.info.FQ = q
+			queues[q] = true
+			assign = append(assign, "_fin="+q)
+		}
+	}
+	delete(queues, ctl)
+	p.queues = []string{ctl}
 	for q := range queues {
 		p.queues = append(p.queues, q)
 	}
@@ -260,6 +266,30 @@ func planFromJSON(data []byte, qf queueOf) (*plan, error) {
 	p.suffix = hash + "." + qh
 	p.cel = newCELCache(p)
 	return p, nil
+}
+
+// dispatchQueue is the queue of a node that dispatches to one of a set of
+// handlers: the token goes to one queue before the handler is chosen. The
+// set's handlers on the control queue (core handlers: every worker runs
+// them) go along with any queue; the others must share one, except that
+// handlers on their default queues (HandlerQueue) take the first one's: a
+// worker serving it must run them all.
+func dispatchQueue(id string, hs []string, qf queueOf, ctl string) (string, error) {
+	q, first := ctl, ""
+	defaults := true
+	for _, h := range hs {
+		hq := cmp.Or(qf(h), ctl)
+		if hq == ctl {
+			continue
+		}
+		defaults = defaults && hq == HandlerQueue(h)
+		if q == ctl {
+			q, first = hq, h
+		} else if hq != q && !defaults {
+			return "", fmt.Errorf("runtime: node %s dispatches to handlers on different queues (%s on %q, %s on %q): a dispatch set must share a queue", id, first, q, h, hq)
+		}
+	}
+	return q, nil
 }
 
 // graphFields returns the graph hash to store for the plan.
@@ -349,7 +379,7 @@ func CheckSupported(w *ir.Workflow) error {
 }
 
 // MissingHandlers returns the handlers w runs (tasks and compensations)
-// that reg does not have, sorted. `wfc run` should refuse to start a run
+// that reg cannot run (Registry.Can: exec counts only when allowed), sorted. `wfc run` should refuse to start a run
 // whose handlers no local worker can execute.
 func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
 	seen := map[string]bool{}
@@ -359,7 +389,7 @@ func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
 			return
 		}
 		seen[h] = true
-		if _, ok := reg.Lookup(h); !ok {
+		if !reg.Can(h) {
 			missing = append(missing, h)
 		}
 	}

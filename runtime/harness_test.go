@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -400,11 +401,21 @@ func (v *env) check(run string) {
 }
 
 // pending returns the number of unacknowledged messages on the engine's
-// queues (all shards, the given queues).
+// queues (all shards, the given queues; by default every queue stream).
 func pending(t testing.TB, e *Engine, queues ...string) int64 {
 	t.Helper()
 	if len(queues) == 0 {
-		queues = []string{ControlQueue}
+		for s := 0; s < e.st.ks.shards; s++ {
+			keys, err := e.st.rdb.Keys(context.Background(), e.st.ks.stream(s, "*")).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if q := (&Worker{}).queueOf(k); !slices.Contains(queues, q) {
+					queues = append(queues, q)
+				}
+			}
+		}
 	}
 	var n int64
 	for s := 0; s < e.st.ks.shards; s++ {

@@ -102,6 +102,12 @@ func (k keyspace) graph(shard int, suffix string) string {
 func (k keyspace) stream(shard int, queue string) string { return k.tag(shard) + ":q:" + queue }
 func (k keyspace) timers(shard int, queue string) string { return k.tag(shard) + ":timers:" + queue }
 
+// workers is the shard's worker registry: a hash of consumer name -> the
+// worker's record (regRecord, JSON), which every worker serving the shard
+// refreshes with its heartbeat. It is per shard so that the reap script
+// touches it and the shard's queue streams in one slot.
+func (k keyspace) workers(shard int) string { return k.tag(shard) + ":workers" }
+
 // ir is the content-addressed IR document. It is read with plain commands,
 // never inside a script, so it needs no hash tag.
 func (k keyspace) ir(hash string) string { return k.prefix + ":ir:" + hash }
@@ -129,10 +135,10 @@ func (k keyspace) advanceKeys(run string, queues []string) []string {
 
 // beginKeys returns KEYS for begin, which has a layout of its own (the
 // keys it uses): the run's state and events, the graph, the control
-// queue's timers, then the stream of each of the run's queues.
+// queue's timers (queues[0]), then the stream of each of the run's queues.
 func (k keyspace) beginKeys(run, graphSuffix string, queues []string) []string {
 	s := k.shard(run)
-	keys := append(make([]string, 0, 4+len(queues)), k.state(run), k.events(run), k.graph(s, graphSuffix), k.timers(s, ControlQueue))
+	keys := append(make([]string, 0, 4+len(queues)), k.state(run), k.events(run), k.graph(s, graphSuffix), k.timers(s, queues[0]))
 	return k.appendStreams(keys, s, queues)
 }
 

@@ -274,7 +274,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if !ok || len(a.Real) != len(succ) {
 		return false, nil
 	}
-	mq, ctl := j.ref.queueIndex(j.msg.Q), j.ref.queueIndex(ControlQueue)
+	mq, ctl := j.ref.queueIndex(j.msg.Q), min(len(j.ref.queues), 1) // the control queue is the run's first
 	if mq == 0 || ctl == 0 {
 		return false, nil
 	}

@@ -49,6 +49,11 @@ type Status struct {
 	Error  string                 `json:"error,omitempty"`
 	// FailedNode is the execution whose failure failed the run, if any.
 	FailedNode string `json:"failed_node,omitempty"`
+	// Waiting says why the run's control tokens (deadline, outputs,
+	// finally) would wait: "no live worker serves queue Q" when no worker
+	// in the registry serves its control queue (docs/runtime.md,
+	// "Workers"); "" otherwise and once the run ended.
+	Waiting string `json:"waiting,omitempty"`
 	// Compensation is "" (none), "running" or "done".
 	Compensation string `json:"compensation,omitempty"`
 	// Finally is the workflow's finally step: "" (none, or not yet),
@@ -77,6 +82,10 @@ type NodeStatus struct {
 	Error   string          `json:"error,omitempty"`
 	Code    string          `json:"code,omitempty"`    // the error code of a failed execution
 	Attempt int             `json:"attempt,omitempty"` // the attempt queued next, after retries
+	// Waiting, for a queued or retrying execution of a running run: "no
+	// live worker serves queue Q" when no worker in the registry serves
+	// the queue of its node (it waits until one starts); else "".
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Output returns the output of node id's latest execution (its last
@@ -120,6 +129,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 	pipe := s.rdb.Pipeline()
 	stc := pipe.HGetAll(ctx, s.ks.state(run))
 	ttl := pipe.PTTL(ctx, s.ks.state(run))
+	reg := pipe.HGetAll(ctx, s.ks.workers(s.ks.shard(run)))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
@@ -163,6 +173,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		}
 		st.Nodes[x] = ns
 	}
+	s.waiting(ctx, st, m.Graph, reg.Val())
 	return st, nil
 }
 

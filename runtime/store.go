@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -25,10 +26,10 @@ var scriptFS embed.FS
 var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
-// heartbeat, release), or, as the fast paths of complete and start
+// heartbeat, release) or on a worker's consumers (reap), or, as the fast paths of complete and start
 // (advance, begin), on the run KEYS with positional arguments and only
 // step.lua before them.
-var streamScripts = []string{"promote", "heartbeat", "release", "advance", "begin"}
+var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin"}
 
 // preludes are the files a script's body follows, by script: step.lua
 // (what every script writing a run's steps shares) and lib.lua.
@@ -237,7 +238,7 @@ func (s *store) planFor(ctx context.Context, hash string) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err = planFromJSON(data, nil)
+	p, err = planFromJSON(data, nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -398,8 +399,17 @@ func (s *store) graphQueues(ctx context.Context, key string) (*graphQueues, erro
 		return gq, nil // not stored (a run's start checks that it is)
 	}
 	others := map[string]bool{}
+	ctl := ControlQueue
 	for id, raw := range h {
 		if id == "_" {
+			var info graphInfo
+			if err := json.Unmarshal([]byte(raw), &info); err != nil {
+				return nil, fmt.Errorf("graph %s: %w", key, err)
+			}
+			ctl = cmp.Or(info.Ctl, ControlQueue)
+			if info.FQ != "" {
+				others[info.FQ] = true
+			}
 			continue
 		}
 		var g gnode
@@ -408,12 +418,13 @@ func (s *store) graphQueues(ctx context.Context, key string) (*graphQueues, erro
 		}
 		gq.node[id] = g.Q
 		for _, q := range []string{g.Q, g.CQ} {
-			if q != "" && q != ControlQueue {
+			if q != "" {
 				others[q] = true
 			}
 		}
 	}
-	gq.list = append([]string{ControlQueue}, slices.Sorted(maps.Keys(others))...)
+	delete(others, ctl)
+	gq.list = append([]string{ctl}, slices.Sorted(maps.Keys(others))...)
 	s.mu.Lock()
 	if len(s.queues) > 1000 {
 		clear(s.queues)

@@ -31,8 +31,23 @@ type WorkerOptions struct {
 	// Secrets are the values the worker resolves secret inputs to, and
 	// masks in everything it writes (LoadSecrets; nil: none).
 	Secrets *Secrets
-	// Queues the worker serves (default: the control queue, "default").
+	// Queues the worker serves. The default is the control queue
+	// ("default") and the queue of every other handler the worker can run
+	// (Options.Queues, else HandlerQueue: "h:exec" for exec with
+	// AllowExec, "h:NAME" for a handler a program registers), so that it
+	// takes only work it can do; a private engine's workers serve its
+	// control queue only (Options.Private). Listing queues overrides this:
+	// the operator then decides, and a worker that receives a token of a
+	// handler it lacks fails the node (error code no_handler).
 	Queues []string
+	// DeadAfter is how long a worker may go without refreshing its
+	// registry record before other workers count it dead and remove its
+	// consumer from the queues' consumer groups, once it has no pending
+	// messages left (others claim them after VisibilityTimeout). Default
+	// DefaultDeadAfter (10 min); the record carries each worker's own
+	// value. A worker refreshes its record every DeadAfter/10 (between
+	// 50 ms and 10 s).
+	DeadAfter time.Duration
 	// Concurrency is the number of messages handled at once (default 8).
 	Concurrency int
 	// Batch is the largest COUNT of one XREADGROUP (default Concurrency).
@@ -148,6 +163,9 @@ func (o *WorkerOptions) defaults() {
 	if o.TrimInterval <= 0 {
 		o.TrimInterval = time.Minute
 	}
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = DefaultDeadAfter
+	}
 	if o.ShutdownGrace == 0 {
 		o.ShutdownGrace = 10 * time.Second
 	}
@@ -174,6 +192,7 @@ type Worker struct {
 	ks   keyspace
 	opts WorkerOptions
 	log  *slog.Logger
+	host string // host-pid, for the registry record
 
 	sem      chan struct{}
 	batch    *batcher     // completions (advance.lua) in pipelines
@@ -192,6 +211,7 @@ type Worker struct {
 	// Stats, for tests and logs.
 	handled, applied, dups, stale, inactive, claimed, released atomic.Int64
 	piggybacked                                                atomic.Int64 // messages read by completions (tests)
+	reaped                                                     atomic.Int64 // dead workers' consumers removed
 }
 
 // WorkerStats counts what a worker did.
@@ -203,13 +223,14 @@ type WorkerStats struct {
 	Inactive int64 `json:"inactive"` // tokens of runs no longer running
 	Claimed  int64 `json:"claimed"`  // stale messages claimed from other workers
 	Released int64 `json:"released"` // messages given back on stop
+	Reaped   int64 `json:"reaped"`   // dead workers whose consumers it removed
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{
 		Handled: w.handled.Load(), Applied: w.applied.Load(), Dups: w.dups.Load(), Stale: w.stale.Load(),
-		Inactive: w.inactive.Load(), Claimed: w.claimed.Load(), Released: w.released.Load(),
+		Inactive: w.inactive.Load(), Claimed: w.claimed.Load(), Released: w.released.Load(), Reaped: w.reaped.Load(),
 	}
 }
 
@@ -219,7 +240,17 @@ var errAbandon = errors.New("worker stopping")
 
 // NewWorker returns a worker on the engine's Redis. Start it with Run.
 func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
+	if opts.Handlers == nil && e.opts.Private != nil {
+		opts.Handlers = e.opts.Private
+	}
+	if opts.Handlers == nil {
+		opts.Handlers = handlers.NewRegistry(handlers.Options{AllowExec: opts.AllowExec})
+	}
+	if len(opts.Queues) == 0 {
+		opts.Queues = e.defaultQueues(opts.Handlers)
+	}
 	opts.defaults()
+	host, _ := os.Hostname()
 	// Each shard has a reader that holds its slots while it blocks: share
 	// them, so that an idle shard's reader cannot starve the others (on a
 	// cluster, shards > 1 is the rule). Concurrency should be >= Shards.
@@ -232,7 +263,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	}
 	w := &Worker{
 		st: e.st, ks: e.st.ks, opts: opts,
-		log: log.With("consumer", opts.Consumer),
+		log: log.With("consumer", opts.Consumer), host: fmt.Sprintf("%s-%d", host, os.Getpid()),
 		sem: make(chan struct{}, opts.Concurrency),
 	}
 	w.batch = newBatcher(e.st.rdb, opts.Concurrency, opts.Pipelines, w)
@@ -250,6 +281,9 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 
 // Consumer returns the worker's consumer name.
 func (w *Worker) Consumer() string { return w.opts.Consumer }
+
+// Queues returns the queues the worker serves.
+func (w *Worker) Queues() []string { return slices.Clone(w.opts.Queues) }
 
 // Run works until ctx is done, then stops gracefully: it stops reading,
 // lets in-flight handlers finish for ShutdownGrace, then cancels them and
@@ -270,6 +304,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	w.fresh.measure(ctx, w.st.rdb)
+	// Registered before the first read, so that status sees the worker
+	// at once; the registry loop then keeps the record fresh and reaps.
+	if err := w.register(ctx); err != nil && ctx.Err() == nil {
+		w.log.Warn("wfc worker: writing its registry record", "err", err)
+	}
+	regCtx, stopRegistry := context.WithCancel(context.WithoutCancel(ctx))
+	var reg sync.WaitGroup
+	reg.Add(1)
+	go func() { defer reg.Done(); w.registryLoop(regCtx) }()
 	// Handler goroutines live as long as the worker: one per slot, so a
 	// dispatch never waits, and no message pays for a new goroutine and
 	// the growth of its stack.
@@ -321,6 +364,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			// stays pending and another worker will claim it.
 			w.log.Warn("wfc worker: handlers did not stop after cancellation; leaving them")
 		}
+	}
+	// The record stays fresh until the handlers are done (a slow stop is
+	// not a death); then a graceful stop leaves the registry and the
+	// consumer groups, a crash (test mode) leaves both to the reapers.
+	stopRegistry()
+	reg.Wait()
+	if !w.opts.crash {
+		w.unregister()
 	}
 	w.log.Debug("wfc worker stopped", "stats", w.Stats())
 	return nil

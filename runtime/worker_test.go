@@ -28,7 +28,7 @@ func TestHeartbeatKeepsLongHandlers(t *testing.T) {
 			case <-time.After(1500 * time.Millisecond):
 				// Heartbeats are not deliveries (the embedded server
 				// counted them as such): the count is still 1.
-				p, err := v.e.st.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: v.e.st.ks.stream(0, ControlQueue), Group: Group, Start: "-", End: "+", Count: 10}).Result()
+				p, err := v.e.st.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: v.e.st.ks.stream(0, HandlerQueue("long")), Group: Group, Start: "-", End: "+", Count: 10}).Result()
 				if err == nil && len(p) == 1 {
 					atomic.StoreInt64(&deliveries, p[0].RetryCount)
 				}
@@ -292,7 +292,10 @@ func TestPiggybackKeepsConcurrency(t *testing.T) {
 		for range 30 {
 			runs = append(runs, v.submit(w, nil))
 		}
-		wk := v.worker(func(o *WorkerOptions) { o.Queues = []string{ControlQueue, "gpu"}; o.Concurrency = 3 })
+		wk := v.worker(func(o *WorkerOptions) {
+			o.Queues = []string{ControlQueue, "gpu", HandlerQueue("slow")}
+			o.Concurrency = 3
+		})
 		for _, run := range runs {
 			if st := v.wait(run); st.State != RunCompleted {
 				t.Fatalf("run %s: %s %s", run, st.State, st.Error)

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,8 +34,13 @@ from standard input (wfc build flow.wf | wfc run -).
 
 Without --redis (and without $WFC_REDIS) it starts an embedded, in-memory
 Redis and in-process workers: nothing needs to be installed, and nothing is
-kept after wfc exits. With --redis the run is stored in that Redis and the
-in-process workers share the work with any 'wfc worker' processes.
+kept after wfc exits. With --redis the run is stored in that Redis, and the
+in-process workers run this run only, on a queue of their own; a handler
+they cannot run (exec without --allow-exec, a handler of your own) goes to
+its queue for the 'wfc worker' processes that run it, and wfc refuses to
+start when no live worker serves that queue. When the run ends wfc deletes
+its private queue; interrupted, it cancels the run, which no other process
+can serve.
 
 Inputs are given with --input NAME=VALUE (repeatable) and --input-file
 F.json (a JSON object). A VALUE is taken as it is for an input declared
@@ -152,10 +159,13 @@ func splitComma(s string) []string {
 	return out
 }
 
-func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level) (*runtime.Engine, error) {
+func (r runtimeFlags) open(ctx context.Context, env *Env, logLevel slog.Level, mods ...func(*runtime.Options)) (*runtime.Engine, error) {
 	log := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))
 	o := runtime.Options{RedisURL: *r.redis, Shards: *r.shards, Logger: log}
 	r.values.engine(&o)
+	for _, m := range mods {
+		m(&o)
+	}
 	if r.retention != nil {
 		o.Retention = *r.retention
 		if o.Retention == 0 {
@@ -209,7 +219,13 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
 		return exitFailed
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
+	// With --redis the run is private to this process's workers (issue
+	// #14 item 7: they took other runs' work, exec included).
+	eng, err := rf.open(ctx, env, slog.LevelWarn, func(o *runtime.Options) {
+		if o.RedisURL != "" {
+			o.Private = reg
+		}
+	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
 		return exitFailed
@@ -220,9 +236,11 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		// Only the in-process workers can serve an embedded run: a handler
 		// they lack would leave it waiting forever.
 		if missing := runtime.MissingHandlers(w, reg); len(missing) > 0 {
-			fmt.Fprintf(env.Stderr, "wfc run: no implementation of handler %s in this process; run it against a Redis (--redis) served by a 'wfc worker' (or a worker of your own) that provides it\n", strings.Join(missing, ", "))
+			fmt.Fprintf(env.Stderr, "wfc run: no implementation of handler %s in this process%s; run it against a Redis (--redis) served by a 'wfc worker' (or a worker of your own) that provides it\n", strings.Join(missing, ", "), execHint(missing, *hf.allowExec))
 			return exitFailed
 		}
+	} else if code := checkServed(ctx, env, eng, w, *hf.allowExec); code != exitOK {
+		return code
 	}
 	// Short blocking reads: stopping waits for the reads in progress, and
 	// these workers stop as soon as the run ends (a 1 s block made every
@@ -231,22 +249,107 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// are of an ended run and are cancelled (exec's process group killed).
 	eng.StartWorkers(ctx, *workers, rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond}))
 	defer eng.StopWorkers()
+	// Once the run has ended (or been cancelled), its private queue and
+	// graph go: no other process serves them.
+	ended := false
+	defer func() {
+		if !ended || eng.Embedded() {
+			return
+		}
+		eng.StopWorkers()
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := eng.DropPrivate(cctx); err != nil {
+			fmt.Fprintf(env.Stderr, "wfc run: deleting the run's private queue %s: %v\n", eng.ControlQueue(), err)
+		}
+	}()
 	id, err := eng.Submit(ctx, w, in)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		ended = true
 		return exitFailed
 	}
 	fmt.Fprintf(env.Stderr, "run %s: %s started\n", id, w.Name)
 	st, err := watch(ctx, env, eng, id, !*quiet)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil && eng.Embedded():
 			fmt.Fprintf(env.Stderr, "wfc run: interrupted; run %s is left as it is\n", id)
-		} else {
+		case ctx.Err() != nil:
+			// Only this process's workers serve the run: cancel it rather
+			// than leave it running for ever.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := eng.Cancel(cctx, id); err != nil {
+				fmt.Fprintf(env.Stderr, "wfc run: interrupted; cancelling run %s: %v\n", id, err)
+			} else {
+				fmt.Fprintf(env.Stderr, "wfc run: interrupted; run %s cancelled (only this process serves it)\n", id)
+				ended = true
+			}
+		default:
 			fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
 		}
 		return exitFailed
 	}
+	ended = true
 	return finish(env, "run", st, *jsonOut)
+}
+
+// execHint adds to the list of missing handlers why exec is missing.
+func execHint(missing []string, allowExec bool) string {
+	if !allowExec && slices.Contains(missing, "exec") {
+		return " (exec runs programs only with --allow-exec)"
+	}
+	return ""
+}
+
+// checkServed checks, for `wfc run --redis`, that every queue of the run
+// that this process's workers do not serve (the queues of handlers they
+// cannot run) has a live worker in the Redis's registry; else the run
+// would wait for ever. It reports and returns exitFailed if not.
+func checkServed(ctx context.Context, env *Env, eng *runtime.Engine, w *ir.Workflow, allowExec bool) int {
+	missing, hs, err := unserved(ctx, eng, w, eng.ControlQueue())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+		return exitFailed
+	}
+	if len(missing) == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(env.Stderr, "wfc run: this process cannot run handler %s%s, and no live worker on this Redis serves queue %s; start a 'wfc worker' that runs it\n",
+		strings.Join(hs, ", "), execHint(hs, allowExec), strings.Join(missing, ", "))
+	return exitFailed
+}
+
+// unserved returns the queues of a run of w (but skip) that no live worker
+// in the registry serves, as "queue (handler h, ...)", and their handlers.
+func unserved(ctx context.Context, eng *runtime.Engine, w *ir.Workflow, skip string) (missing, hs []string, err error) {
+	queues, err := eng.QueuesOf(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	workers, err := eng.Workers(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the worker registry: %w", err)
+	}
+	live := map[string]bool{}
+	for _, wk := range workers {
+		for _, q := range wk.Queues {
+			live[q] = live[q] || wk.Live
+		}
+	}
+	for _, q := range slices.Sorted(maps.Keys(queues)) {
+		if q == skip || live[q] {
+			continue
+		}
+		if len(queues[q]) == 0 {
+			missing = append(missing, q+" (the control queue)")
+			continue
+		}
+		missing = append(missing, fmt.Sprintf("%s (handler %s)", q, strings.Join(queues[q], ", ")))
+		hs = append(hs, queues[q]...)
+	}
+	return missing, hs, nil
 }
 
 // watch waits for the run to end (with its compensations, if any) and
@@ -492,13 +595,23 @@ Worker runs the nodes of workflows stored in a Redis: it reads ready
 tokens from the queues, runs their handlers, and commits each transition
 with one script. Start as many as you like, on as many machines as you
 like; they share the work. On SIGINT or SIGTERM a worker stops claiming new
-work and finishes (or releases) what it holds.`
+work and finishes (or releases) what it holds.
+
+By default a worker serves the control queue (default), where every
+built-in handler but exec runs, and with --allow-exec the queue h:exec, so
+that it takes only work it can do; a node whose queue no live worker serves
+waits, and 'wfc status' says so. --queues replaces that list (the worker
+then fails a node whose handler it lacks). Workers record themselves in
+the Redis and refresh the record every few seconds; one whose record is
+older than --dead-after is removed from the queues' consumer groups once
+its pending messages were claimed by others.`
 
 func runWorker(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("worker", "wfc worker --redis URL [flags]", workerDoc)
 	rf := addRuntimeFlags(fs, env)
 	rf.values.addWorkerBounds(fs)
-	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default)")
+	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default, and h:exec with --allow-exec)")
+	deadAfter := fs.Duration("dead-after", runtime.DefaultDeadAfter, "count a worker dead, and remove its consumer from the queues once it has no pending messages, when its registry heartbeat is older than `DURATION`")
 	conc := fs.Int("concurrency", 8, "handlers run at once")
 	hf := addHandlerFlags(fs, env)
 	secretsFile := fs.String("secrets-file", "", "secrets for secret inputs: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
@@ -512,6 +625,9 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	}
 	if len(args) > 0 {
 		return fs.usageError(env, "worker takes no arguments")
+	}
+	if *deadAfter <= 0 {
+		return fs.usageError(env, "--dead-after must be a positive duration")
 	}
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required: a worker serves a shared Redis")
@@ -539,12 +655,12 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	if *queues != "" {
 		qs = strings.Split(*queues, ",")
 	}
-	fmt.Fprintf(env.Stderr, "wfc worker: serving %s (concurrency %d)\n", eng.RedisAddr(), *conc)
 	if secrets.Len() > 0 {
 		// The names only, never a value.
 		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
 	}
-	eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets}))
+	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, DeadAfter: *deadAfter}))
+	fmt.Fprintf(env.Stderr, "wfc worker: serving %s, queues %s (concurrency %d)\n", eng.RedisAddr(), strings.Join(wk.Queues(), ", "), *conc)
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()
@@ -555,7 +671,9 @@ const submitDoc = `
 Submit starts a run of a workflow in a Redis and prints its run id; the
 'wfc worker' processes serving that Redis execute it. FILE and inputs as
 for 'wfc run'. With --wait it then waits for the run like 'wfc run', -q
-leaving out the progress lines.`
+leaving out the progress lines. It warns when no live worker serves a
+queue of the run (exec's h:exec needs a 'wfc worker --allow-exec'): the
+run then waits until one starts.`
 
 func runSubmit(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("submit", "wfc submit --redis URL [flags] FILE", submitDoc)
@@ -599,6 +717,10 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 		return exitFailed
 	}
 	fmt.Fprintln(env.Stdout, id)
+	// The run waits, visibly (wfc status), for a worker of each queue.
+	if missing, _, err := unserved(ctx, eng, w, ""); err == nil && len(missing) > 0 {
+		fmt.Fprintf(env.Stderr, "wfc submit: no live worker serves queue %s yet: the run waits until one starts\n", strings.Join(missing, ", "))
+	}
 	if !*wait {
 		return exitOK
 	}
@@ -667,11 +789,17 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if st.Waiting != "" {
+		fmt.Fprintf(w, "waiting: %s (the run's control tokens: deadline, outputs, finally)\n", st.Waiting)
+	}
 	for _, k := range keys {
 		n := st.Nodes[k]
 		line := fmt.Sprintf("  %-24s %s", k, n.State)
 		if n.Error != "" {
 			line += ": " + n.Error
+		}
+		if n.Waiting != "" {
+			line += " (waiting: " + n.Waiting + ")"
 		}
 		fmt.Fprintln(w, line)
 	}

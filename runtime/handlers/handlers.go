@@ -147,6 +147,33 @@ func (r *Registry) Lookup(name string) (Handler, bool) {
 	return h, ok
 }
 
+// Core reports whether name is a built-in handler that every worker runs:
+// noop, echo, cel, fail, sleep and http. exec is not one (a worker runs it
+// only with AllowExec), nor is any handler a program registers. The
+// runtime leaves a core handler's tokens on the control queue and by
+// default gives every other handler a queue of its own, which only workers
+// that can run it serve.
+func Core(name string) bool {
+	switch name {
+	case "noop", "echo", "cel", "fail", "sleep", "http":
+		return true
+	}
+	return false
+}
+
+// Can reports whether r runs name: it is registered and, for the built-in
+// exec, enabled (Options.AllowExec).
+func (r *Registry) Can(name string) bool {
+	h, ok := r.Lookup(name)
+	if !ok {
+		return false
+	}
+	if e, isExec := h.(*execHandler); isExec {
+		return e.allow
+	}
+	return true
+}
+
 // Names returns the registered names, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()

@@ -325,7 +325,7 @@ local function endrun()
   local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
   if info.fin then
     if redis.call('HSETNX', STATE, 'run|finally', 'running') == 1 then
-      redis.call('XADD', qstream(info.ctl), '*', 't', token('final', '', '', 0, 1, -1))
+      redis.call('XADD', qstream(info.fq or info.ctl), '*', 't', token('final', '', '', 0, 1, -1))
       event('finally.queued', 0)
     end
     return

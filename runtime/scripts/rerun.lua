@@ -8,7 +8,10 @@ local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 if st ~= 'failed' and st ~= 'cancelled' then return fail('run ' .. RUN .. ' is ' .. st .. '; only a failed or cancelled run can be retried') end
 if redis.call('HGET', STATE, 'run|comp') == 'running' then return fail('run ' .. RUN .. ' is still compensating') end
-local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+local info = redis.call('HGET', GRAPH, '_')
+-- A private engine's graph (wfc run --redis) goes when that process ends.
+if not info then return fail('the graph of run ' .. RUN .. ' is not stored: a run of wfc run --redis cannot be retried once that process has ended') end
+info = cjson.decode(info)
 local fx = redis.call('HGET', STATE, 'run|failed_node')
 local all = redis.call('HGETALL', STATE)
 local again = {}

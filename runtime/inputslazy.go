@@ -50,15 +50,7 @@ func nodeExprSets(p *plan, id string) *nodeExprSet {
 			*cur = append(*cur, e.CEL)
 		}
 	}
-	params := func(ps []ir.Param) {
-		for i := range ps {
-			v := &ps[i].Value
-			add(v.Expr)
-			for j := range v.Template {
-				add(v.Template[j].Expr)
-			}
-		}
-	}
+	params := func(ps []ir.Param) { paramExprs(ps, add) }
 	cur = &s.item
 	params(n.With)
 	if n.Dispatch != nil {

@@ -1304,6 +1304,18 @@ func (p *plan) reads(id string) []string {
 	return list
 }
 
+// paramExprs calls add with the expressions of a with block's values
+// (templates' parts included).
+func paramExprs(ps []ir.Param, add func(*ir.Expr)) {
+	for i := range ps {
+		v := &ps[i].Value
+		add(v.Expr)
+		for j := range v.Template {
+			add(v.Template[j].Expr)
+		}
+	}
+}
+
 // nodeExprs returns the CEL sources of a node's expressions.
 func nodeExprs(n *ir.Node) []string {
 	if n == nil {
@@ -1315,15 +1327,7 @@ func nodeExprs(n *ir.Node) []string {
 			out = append(out, e.CEL)
 		}
 	}
-	params := func(ps []ir.Param) {
-		for i := range ps {
-			v := &ps[i].Value
-			add(v.Expr)
-			for j := range v.Template {
-				add(v.Template[j].Expr)
-			}
-		}
-	}
+	params := func(ps []ir.Param) { paramExprs(ps, add) }
 	add(n.When)
 	params(n.With)
 	if n.Dispatch != nil {

@@ -200,3 +200,28 @@ func TestFlowDepthLimit(t *testing.T) {
 		t.Errorf("%d nested flows: want WF1011, got %v", MaxImportDepth+1, r.Diags)
 	}
 }
+
+// TestFlowIRTooLarge: when embedded children make the IR larger than
+// ir.Decode accepts, the build fails with WF3008 instead of writing a
+// document no runtime reads.
+func TestFlowIRTooLarge(t *testing.T) {
+	read := func(p string) ([]byte, error) { return []byte(flowChild), nil }
+	r := Compile("parent.wf", []byte(flowParent(1)), Config{ReadFile: read})
+	if r.Diags.HasErrors() {
+		t.Fatal(r.Diags)
+	}
+	b, err := ir.Marshal(r.IR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(old int) { maxIRSize = old }(maxIRSize)
+	maxIRSize = len(b)
+	if r := Compile("parent.wf", []byte(flowParent(1)), Config{ReadFile: read}); r.Diags.HasErrors() {
+		t.Fatalf("at the limit: %v", r.Diags)
+	}
+	maxIRSize = len(b) - 1
+	r = Compile("parent.wf", []byte(flowParent(1)), Config{ReadFile: read})
+	if len(r.Diags) != 1 || r.Diags[0].Code != diag.TooMany || !strings.Contains(r.Diags[0].Message, "1 embedded child workflows is") {
+		t.Fatalf("past the limit: want one WF3008, got %v", r.Diags)
+	}
+}

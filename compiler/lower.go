@@ -440,7 +440,19 @@ func (s *state) validate() {
 	for _, p := range ir.Validate(s.ir) {
 		s.errorf(diag.Internal, s.wf.Name.Range, "internal error: invalid IR at %s: %s", p.Path, p.Message)
 	}
+	if len(s.ir.Children) > 0 {
+		// Embedded children can make the document larger than a reader
+		// accepts (ir.Decode): say so now rather than when it is run.
+		if b, err := ir.Marshal(s.ir); err == nil && len(b) > maxIRSize {
+			s.errorf(diag.TooMany, s.wf.Name.Range, "the IR with its %d embedded child workflows is %d bytes; the limit of an IR document is %d (%d MiB)",
+				len(s.ir.Children), len(b), maxIRSize, maxIRSize>>20).
+				WithHint("run fewer distinct child workflows, or smaller ones")
+		}
+	}
 }
+
+// maxIRSize is ir.MaxSize; a variable so that a test can lower it.
+var maxIRSize = ir.MaxSize
 
 // removeNodes deletes nodes (by id) from the IR with their edges and every
 // mention in target lists.

@@ -251,9 +251,11 @@ func (s *state) lower() {
 		}
 		w.Handlers = append(w.Handlers, ih)
 	}
+	embedded := map[string]*ir.Workflow{}
 	for _, n := range s.nodes {
-		w.Nodes = append(w.Nodes, s.lowerNode(n))
+		w.Nodes = append(w.Nodes, s.lowerNode(n, embedded))
 	}
+	w.Children = sortedChildren(embedded)
 	if f := s.finally; f != nil {
 		w.Finally = &ir.Finally{Handler: f.handler, With: s.params(f.with), Retry: f.retry, Loc: s.loc(f.block.Range)}
 	}
@@ -270,7 +272,7 @@ func (s *state) lower() {
 	s.ir, s.irFresh = w, true
 }
 
-func (s *state) lowerNode(n *node) ir.Node {
+func (s *state) lowerNode(n *node, embedded map[string]*ir.Workflow) ir.Node {
 	in := ir.Node{ID: n.id, Type: n.kind, Handler: n.handler, Join: n.join, Loc: s.loc(n.decl.Range)}
 	if n.dispatch != nil && len(n.runSet) > 0 {
 		in.Dispatch = &ir.Dispatch{Expr: s.irExpr(n.dispatch)}
@@ -339,9 +341,77 @@ func (s *state) lowerNode(n *node) ir.Node {
 		if n.uses != nil {
 			in.Flow = &ir.Flow{Uses: n.uses.Value, With: in.With}
 			in.With = nil
+			if n.child != nil && n.child.IR != nil {
+				in.Flow.Hash = s.embed(n, n.child.IR, embedded)
+			}
 		}
 	}
 	return in
+}
+
+// embed adds the compiled child c and its own children to embedded (by
+// hash) and returns c's hash. The children are flattened: a child's flow
+// nodes reference its children by hash, and the root holds them all, each
+// once however many nodes and levels run it. c is the child's Result.IR,
+// shared, not modified.
+func (s *state) embed(n *node, c *ir.Workflow, embedded map[string]*ir.Workflow) string {
+	h, err := ir.Hash(c)
+	if err != nil {
+		s.errorf(diag.Internal, n.uses.Range, "internal error: hashing child workflow %q: %v", n.uses.Value, err)
+		return ""
+	}
+	if embedded[h] == nil {
+		flat := *c
+		flat.Children = nil
+		embedded[h] = &flat
+		for i := range c.Children {
+			if embedded[c.Children[i].Hash] == nil {
+				embedded[c.Children[i].Hash] = &c.Children[i].Workflow
+			}
+		}
+	}
+	return h
+}
+
+// sortedChildren lists embedded children in hash order, as ir.Validate
+// wants them.
+func sortedChildren(embedded map[string]*ir.Workflow) []ir.Child {
+	if len(embedded) == 0 {
+		return nil
+	}
+	out := make([]ir.Child, 0, len(embedded))
+	for h, c := range embedded {
+		out = append(out, ir.Child{Hash: h, Workflow: *c})
+	}
+	slices.SortFunc(out, func(a, b ir.Child) int { return strings.Compare(a.Hash, b.Hash) })
+	return out
+}
+
+// trimChildren drops the embedded children no remaining flow node runs,
+// directly or through other children (after nodes were removed).
+func trimChildren(w *ir.Workflow) {
+	if len(w.Children) == 0 {
+		return
+	}
+	byHash := make(map[string]*ir.Workflow, len(w.Children))
+	for i := range w.Children {
+		byHash[w.Children[i].Hash] = &w.Children[i].Workflow
+	}
+	keep := map[string]bool{}
+	var visit func(x *ir.Workflow)
+	visit = func(x *ir.Workflow) {
+		for i := range x.Nodes {
+			if f := x.Nodes[i].Flow; f != nil && !keep[f.Hash] && byHash[f.Hash] != nil {
+				keep[f.Hash] = true
+				visit(byHash[f.Hash])
+			}
+		}
+	}
+	visit(w)
+	w.Children = slices.DeleteFunc(w.Children, func(c ir.Child) bool { return !keep[c.Hash] })
+	if len(w.Children) == 0 {
+		w.Children = nil
+	}
 }
 
 // promptValue lowers a prompt string: a template, or a constant.
@@ -370,7 +440,19 @@ func (s *state) validate() {
 	for _, p := range ir.Validate(s.ir) {
 		s.errorf(diag.Internal, s.wf.Name.Range, "internal error: invalid IR at %s: %s", p.Path, p.Message)
 	}
+	if len(s.ir.Children) > 0 {
+		// Embedded children can make the document larger than a reader
+		// accepts (ir.Decode): say so now rather than when it is run.
+		if b, err := ir.Marshal(s.ir); err == nil && len(b) > maxIRSize {
+			s.errorf(diag.TooMany, s.wf.Name.Range, "the IR with its %d embedded child workflows is %d bytes; the limit of an IR document is %d (%d MiB)",
+				len(s.ir.Children), len(b), maxIRSize, maxIRSize>>20).
+				WithHint("run fewer distinct child workflows, or smaller ones")
+		}
+	}
 }
+
+// maxIRSize is ir.MaxSize; a variable so that a test can lower it.
+var maxIRSize = ir.MaxSize
 
 // removeNodes deletes nodes (by id) from the IR with their edges and every
 // mention in target lists.
@@ -443,4 +525,5 @@ func removeNodes(w *ir.Workflow, dead map[string]bool) {
 		used[w.Finally.Handler] = true
 	}
 	w.Handlers = slices.DeleteFunc(w.Handlers, func(h ir.Handler) bool { return !used[h.Name] })
+	trimChildren(w)
 }

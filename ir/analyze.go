@@ -16,10 +16,23 @@ import (
 // forward edges form a cycle; then every derived field is cleared, so stale
 // values never pass for computed ones. Analyze checks nothing else: that is
 // Validate's job. It never panics.
+//
+// It analyzes the embedded children too (w.Children, one level: children
+// of children are Validate's to refuse), and reports the first that fails.
 func Analyze(w *Workflow) error {
 	if w == nil {
 		return errors.New("ir: nil workflow")
 	}
+	err := analyze(w)
+	for i := range w.Children {
+		if cerr := analyze(&w.Children[i].Workflow); cerr != nil && err == nil {
+			err = fmt.Errorf("ir: /children/%d/workflow: %s", i, strings.TrimPrefix(cerr.Error(), "ir: "))
+		}
+	}
+	return err
+}
+
+func analyze(w *Workflow) error {
 	g := buildGraph(w)
 	if err := g.err(); err != nil {
 		clearDerived(w)

@@ -438,3 +438,71 @@ func TestDocExample(t *testing.T) {
 		t.Errorf("the example's hash %s differs from the test workflow's %s", h, lead)
 	}
 }
+
+// TestDecodeChildren: embedded children decode and are analyzed like the
+// root (their derived fields recomputed), and Canonical leaves them out
+// (the flow nodes' hashes cover them).
+func TestDecodeChildren(t *testing.T) {
+	w := flows()
+	b, err := Marshal(w) // not analyzed: no derived fields in the document
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := Validate(d); len(ps) > 0 {
+		t.Fatal(Problems(ps))
+	}
+	for _, c := range d.Children {
+		if len(c.Workflow.Order) == 0 || len(c.Workflow.Entries) == 0 {
+			t.Errorf("child %s not analyzed: order %v", c.Workflow.Name, c.Workflow.Order)
+		}
+	}
+	c, err := Canonical(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(c, []byte(`"children"`)) || bytes.Contains(c, []byte(`"uses"`)) {
+		t.Errorf("Canonical has children or uses: %s", c)
+	}
+	// A child that does not analyze is reported with its path.
+	bad := flows()
+	childNamed(bad, "mid").Edges = append(childNamed(bad, "mid").Edges, after("y", "x"))
+	if err := Analyze(bad); err == nil || !strings.Contains(err.Error(), "/children/1/workflow") {
+		t.Errorf("Analyze of a child with a cycle: %v", err)
+	}
+}
+
+// TestDeepestEncodesInChild: the deepest types and values Validate allows
+// still decode inside an embedded child, three levels further down.
+func TestDeepestEncodesInChild(t *testing.T) {
+	typ := Type{Kind: KindString}
+	for range MaxTypeDepth - 1 {
+		typ = Type{Kind: KindObject, Fields: []Field{{Name: "f", Type: typ}}}
+	}
+	value := json.RawMessage(strings.Repeat("[", MaxValueDepth) + strings.Repeat("]", MaxValueDepth))
+	child := onError()
+	child.Nodes[0].Compensate.With = append(child.Nodes[0].Compensate.With,
+		Param{Name: "deep", Value: Value{Template: []TemplatePart{{Expr: &Expr{CEL: "x", Type: &typ, Loc: &Loc{Line: 1}}}}}},
+		Param{Name: "deeper", Value: Value{Const: value}})
+	h := mustHash(child)
+	w := wf("root", []Node{flowNode("f", "child.wf", h)}, nil)
+	w.Handlers = []Handler{}
+	w.Children = []Child{{Hash: h, Workflow: *child}}
+	if ps := Validate(w); len(ps) > 0 {
+		t.Fatal(Problems(ps))
+	}
+	if err := Analyze(w); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	yamlRoundTrip(t, w)
+}

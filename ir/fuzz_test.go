@@ -32,6 +32,8 @@ func FuzzDecode(f *testing.F) {
 		`{"nodes": [{"id": "a", "with": [{"name": "p", "value": {"const": "\ud800\u0041<"}}]}]}`,
 		`{"nodes": [{"id": "a"}, {"id": "b"}], "edges": [{"from": "a", "to": "b", "kind": "after"}, {"from": "b", "to": "a", "kind": "loop"}]}`,
 		`{"inputs": [{"name": "x", "type": {"kind": "list", "elem": {"kind": "int"}}, "default": [1.0, -0, 1e3]}]}`,
+		`{"nodes": [{"id": "a", "type": "flow", "flow": {"uses": "c.wf", "hash": "sha256:0"}}], "children": [{"hash": "sha256:0", "workflow": {"children": [{"workflow": {}}]}}]}`,
+		`{"children": [{"hash": "", "workflow": {"nodes": [{"id": "a"}], "edges": [{"from": "a", "to": "a", "kind": "after"}]}}]}`,
 	} {
 		f.Add([]byte(s))
 	}

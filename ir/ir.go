@@ -106,7 +106,29 @@ type Workflow struct {
 	Entries   []string `json:"entries" hash:"-"`   // nodes with no incoming forward edge, in Order
 	Terminals []string `json:"terminals" hash:"-"` // nodes with no outgoing forward edge, in Order
 	Order     []string `json:"order" hash:"-"`     // topological order of the forward edges, ties by node index
+
+	// Children are the workflows that flow nodes run, compiled and embedded
+	// at build time so that a run never reads a .wf file: every workflow
+	// a flow node of this document references (at any depth), once each,
+	// sorted by Hash. Only the root document has children; a child's flow
+	// nodes reference the root's. Hash leaves them out: a flow node's
+	// Flow.Hash already covers its child's content (and, through the
+	// child's own flow nodes, its descendants'), so a child extracted with
+	// its descendants hashes to the hash its parent references.
+	Children []Child `json:"children,omitempty" hash:"-"`
 }
+
+// A Child is one embedded child workflow: Hash is Hash(&Workflow), which
+// the flow nodes running it give as Flow.Hash.
+type Child struct {
+	Hash     string   `json:"hash"`
+	Workflow Workflow `json:"workflow"`
+}
+
+// MaxFlowDepth bounds the nesting of flows: the longest chain of flow
+// nodes from the root, through children, to a child without flow nodes
+// (the compiler's limit on nested flows).
+const MaxFlowDepth = 16
 
 // Settings holds the workflow-wide limits. Zero means "not set"; the
 // runtime applies its own defaults.
@@ -388,9 +410,12 @@ type Human struct {
 	Prompt        *Value   `json:"prompt,omitempty"` // the message shown to approvers
 }
 
-// A Flow represents running a child workflow.
+// A Flow represents running a child workflow: the child is the embedded
+// Child (of the root document) whose Hash is Hash. Uses is the path the
+// source gave, for messages only; like Source it does not change the hash.
 type Flow struct {
-	Uses string  `json:"uses"`
+	Uses string  `json:"uses" hash:"-"`
+	Hash string  `json:"hash"`
 	With []Param `json:"with,omitempty"`
 }
 

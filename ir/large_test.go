@@ -2,6 +2,8 @@ package ir
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +86,43 @@ func TestLarge(t *testing.T) {
 	step("Hash", func() error { _, err := Hash(w); return err })
 	if got, want := w.Nodes[19].LoopBody, ids("n14 n15 n16 n17 n18 n19"); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("loop body of n19 = %v, want %v", got, want)
+	}
+}
+
+// TestLargeChildren: a root of 9,000 flow nodes, each running its own
+// embedded child (about as many as fit in MaxSize), decodes, analyzes and validates in bounded time: every
+// child is checked once, and the nesting walk passes over the flow nodes
+// at most MaxFlowDepth+1 times.
+func TestLargeChildren(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("large")
+	}
+	w := wf("root", nil, nil)
+	w.Handlers = []Handler{}
+	for i := range 9000 {
+		c := wf(fmt.Sprintf("c%d", i), []Node{task("a")}, nil)
+		h := mustHash(c)
+		w.Children = append(w.Children, Child{Hash: h, Workflow: *c})
+		w.Nodes = append(w.Nodes, Node{ID: fmt.Sprintf("f%d", i), Type: NodeFlow, Join: JoinAll, Flow: &Flow{Uses: "c.wf", Hash: h}})
+	}
+	slices.SortFunc(w.Children, func(a, b Child) int { return strings.Compare(a.Hash, b.Hash) })
+	b, err := Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d bytes", len(b))
+	start := time.Now()
+	d, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Decode: %v", time.Since(start))
+	start = time.Now()
+	if ps := Validate(d); len(ps) > 0 {
+		t.Fatal(Problems(ps[:min(len(ps), 5)]))
+	}
+	t.Logf("Validate: %v", time.Since(start))
+	if d := time.Since(start); d > 30*time.Second { // a hang guard, not a benchmark
+		t.Errorf("Validate took %v", d)
 	}
 }

@@ -55,7 +55,20 @@ func Validate(w *Workflow) []Problem {
 	if w == nil {
 		return []Problem{{Message: "nil workflow"}}
 	}
-	v := &validator{w: w, g: buildGraph(w), handlers: map[string]bool{}}
+	table := make(map[string]int, len(w.Children))
+	for i := range w.Children {
+		if _, dup := table[w.Children[i].Hash]; !dup {
+			table[w.Children[i].Hash] = i
+		}
+	}
+	ps := validateOne(w, table)
+	return append(ps, validateChildren(w, table)...)
+}
+
+// validateOne checks one workflow, the root or an embedded child; children
+// maps the hashes of the root's children to their index.
+func validateOne(w *Workflow, children map[string]int) []Problem {
+	v := &validator{w: w, g: buildGraph(w), handlers: map[string]bool{}, children: children}
 	v.header()
 	v.inputs()
 	v.outputs()
@@ -72,6 +85,7 @@ type validator struct {
 	w        *Workflow
 	g        *graph
 	handlers map[string]bool
+	children map[string]int // the root's children by hash
 	ps       []Problem
 }
 
@@ -482,6 +496,14 @@ func (v *validator) node(i int, seen map[string]bool) {
 		if f.Uses == "" {
 			v.addf(p.at("/flow/uses"), "missing uses")
 		}
+		switch _, ok := v.children[f.Hash]; {
+		case f.Hash == "":
+			v.addf(p.at("/flow/hash"), "missing hash (of the embedded child workflow)")
+		case !validHash(f.Hash):
+			v.addf(p.at("/flow/hash"), "invalid hash %q (want sha256: and 64 lowercase hex digits)", f.Hash)
+		case !ok:
+			v.addf(p.at("/flow/hash"), "no embedded child workflow has hash %s (children must hold every workflow a flow node runs)", f.Hash)
+		}
 		v.params(p.at("/flow/with"), f.With)
 	}
 }
@@ -869,4 +891,103 @@ func isIdent(s string) bool {
 		return false
 	}
 	return true
+}
+
+// validHash reports whether h has the form Hash returns.
+func validHash(h string) bool {
+	hex, ok := strings.CutPrefix(h, "sha256:")
+	if !ok || len(hex) != 64 {
+		return false
+	}
+	for i := 0; i < len(hex); i++ {
+		if c := hex[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validateChildren checks the embedded children of the root w: each is a
+// valid workflow without children of its own, stored under its own hash,
+// once, in hash order; each is run by some flow node (so the children are
+// exactly what the flow nodes need, and the root's hash, which covers only
+// their hashes, determines them); and flows nest at most MaxFlowDepth deep.
+// A cycle among children would nest without end: it is reported as too
+// deep (and the hashes cannot all match: each would cover the other).
+func validateChildren(w *Workflow, table map[string]int) []Problem {
+	var ps []Problem
+	addf := func(path, format string, args ...any) {
+		ps = append(ps, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	for i := range w.Children {
+		c := &w.Children[i]
+		p := "/children/" + strconv.Itoa(i)
+		switch {
+		case !validHash(c.Hash):
+			addf(p+"/hash", "invalid hash %q (want sha256: and 64 lowercase hex digits)", c.Hash)
+		case table[c.Hash] != i:
+			addf(p+"/hash", "child %s embedded twice", c.Hash)
+		case i > 0 && c.Hash < w.Children[i-1].Hash:
+			addf(p+"/hash", "children are not sorted by hash")
+		}
+		if len(c.Workflow.Children) > 0 {
+			addf(p+"/workflow/children", "an embedded child cannot have children of its own: every descendant belongs in the root's children")
+		}
+		for _, cp := range validateOne(&c.Workflow, table) {
+			cp.Path = p + "/workflow" + cp.Path
+			ps = append(ps, cp)
+		}
+		if h, err := Hash(&c.Workflow); err != nil {
+			addf(p+"/workflow", "cannot hash the child: %v", err)
+		} else if validHash(c.Hash) && h != c.Hash {
+			addf(p+"/hash", "is not the hash of the embedded workflow, which is %s (edited by hand? rebuild the parent)", h)
+		}
+	}
+	if len(w.Children) == 0 {
+		return ps
+	}
+	// Walk the flow references level by level from the root: level k holds
+	// the children k flows deep. Each level is a set, so this costs at most
+	// MaxFlowDepth+1 passes over the flow nodes.
+	refs := func(x *Workflow, yield func(int)) {
+		for j := range x.Nodes {
+			if f := x.Nodes[j].Flow; f != nil {
+				if k, ok := table[f.Hash]; ok {
+					yield(k)
+				}
+			}
+		}
+	}
+	reached := make([]bool, len(w.Children))
+	var level []int
+	refs(w, func(k int) {
+		if !reached[k] {
+			reached[k] = true
+			level = append(level, k)
+		}
+	})
+	for depth := 1; len(level) > 0; depth++ {
+		if depth > MaxFlowDepth {
+			addf("/children/"+strconv.Itoa(level[0])+"/workflow", "flows nested deeper than %d (a cycle of children?)", MaxFlowDepth)
+			break
+		}
+		in := map[int]bool{}
+		var next []int
+		for _, k := range level {
+			refs(&w.Children[k].Workflow, func(j int) {
+				reached[j] = true
+				if !in[j] {
+					in[j] = true
+					next = append(next, j)
+				}
+			})
+		}
+		level = next
+	}
+	for i, r := range reached {
+		if !r {
+			addf("/children/"+strconv.Itoa(i), "no flow node runs child %s (children must be only the workflows flow nodes run)", w.Children[i].Hash)
+		}
+	}
+	return ps
 }

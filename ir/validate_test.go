@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -128,6 +129,33 @@ func TestValidateProblems(t *testing.T) {
 			n := nodeOf(w, "nurture_campaign")
 			n.Type, n.Handler, n.Flow = NodeFlow, "", &Flow{}
 		}, "/nodes/6/flow/uses", "missing uses"},
+
+		// Flows and embedded children (the flows workflow: m runs mid, l
+		// runs leaf, mid runs leaf twice).
+		{"flow without hash", flows, func(w *Workflow) { nodeOf(w, "l").Flow.Hash = "" }, "/nodes/1/flow/hash", "missing hash"},
+		{"flow with bad hash", flows, func(w *Workflow) { nodeOf(w, "l").Flow.Hash = "sha256:ABC" }, "/nodes/1/flow/hash", `invalid hash "sha256:ABC"`},
+		{"flow of a missing child", flows, func(w *Workflow) { nodeOf(w, "l").Flow.Hash = "sha256:" + strings.Repeat("0", 64) }, "/nodes/1/flow/hash", "no embedded child workflow has hash sha256:000"},
+		{"no children at all", flows, func(w *Workflow) { w.Children = nil }, "/nodes/0/flow/hash", "no embedded child workflow has hash"},
+		{"child edited by hand", flows, func(w *Workflow) { childNamed(w, "leaf").Nodes[0].Handler = "other" }, "/children/0/hash", "is not the hash of the embedded workflow"},
+		{"child problem", flows, func(w *Workflow) { childNamed(w, "leaf").Nodes[0].Join = "" }, "/children/0/workflow/nodes/0/join", `invalid join ""`},
+		{"child's flow of a missing child", flows, func(w *Workflow) {
+			childNamed(w, "mid").Nodes[1].Flow.Hash = "sha256:" + strings.Repeat("1", 64)
+		}, "/children/1/workflow/nodes/1/flow/hash", "no embedded child workflow has hash"},
+		{"child with children", flows, func(w *Workflow) {
+			mid := childNamed(w, "mid")
+			mid.Children = []Child{{Hash: w.Children[0].Hash, Workflow: w.Children[0].Workflow}}
+		}, "/children/1/workflow/children", "cannot have children of its own"},
+		{"child embedded twice", flows, func(w *Workflow) { w.Children = append(w.Children, w.Children[1]) }, "/children/2/hash", "embedded twice"},
+		{"children unsorted", flows, func(w *Workflow) { w.Children[0], w.Children[1] = w.Children[1], w.Children[0] }, "/children/1/hash", "not sorted by hash"},
+		{"child run by no flow node", flows, func(w *Workflow) {
+			removeNode(w, "m")
+		}, "/children/1", "no flow node runs child"},
+		{"child without hash", flows, func(w *Workflow) { w.Children[0].Hash = "" }, "/children/0/hash", `invalid hash ""`},
+		{"cycle of children", flows, func(w *Workflow) {
+			// mid runs itself: the hashes cannot match, and the nesting has no end.
+			mid := childNamed(w, "mid")
+			mid.Nodes[1].Flow.Hash = w.Children[1].Hash
+		}, "/children/0/workflow", "flows nested deeper than 16"}, // leaf, 17 deep through mid
 
 		// Node options.
 		{"bad join", lead, func(w *Workflow) { w.Nodes[5].Join = "" }, "/nodes/5/join", `invalid join ""`},
@@ -257,6 +285,97 @@ func TestValidateProblems(t *testing.T) {
 			}
 			t.Errorf("want problem %s: ...%s...; got %v", tt.path, tt.msg, Problems(ps))
 		})
+	}
+}
+
+// childNamed returns the embedded child with the given name. In flows(),
+// leaf sorts first (by hash), then mid; childNamed checks that.
+func childNamed(w *Workflow, name string) *Workflow {
+	for i := range w.Children {
+		if w.Children[i].Workflow.Name == name {
+			return &w.Children[i].Workflow
+		}
+	}
+	panic("no child " + name)
+}
+
+func removeNode(w *Workflow, id string) {
+	w.Nodes = slices.DeleteFunc(w.Nodes, func(n Node) bool { return n.ID == id })
+	w.Edges = slices.DeleteFunc(w.Edges, func(e Edge) bool { return e.From == id || e.To == id })
+}
+
+func TestValidateChildrenOrder(t *testing.T) {
+	w := flows()
+	if w.Children[0].Workflow.Name != "leaf" || w.Children[1].Workflow.Name != "mid" {
+		t.Fatalf("the tests expect leaf, then mid, in hash order; got %s, %s", w.Children[0].Workflow.Name, w.Children[1].Workflow.Name)
+	}
+}
+
+// TestValidateFlowDepth builds chains of children: 16 nested flows are
+// valid, 17 are not.
+func TestValidateFlowDepth(t *testing.T) {
+	chain := func(depth int) *Workflow {
+		var kids []Child
+		child := wf("c0", []Node{task("a")}, nil)
+		h := mustHash(child)
+		kids = append(kids, Child{Hash: h, Workflow: *child})
+		for i := 1; i < depth; i++ {
+			child = wf(fmt.Sprintf("c%d", i), []Node{flowNode("f", "c.wf", h)}, nil)
+			child.Handlers = []Handler{}
+			h = mustHash(child)
+			kids = append(kids, Child{Hash: h, Workflow: *child})
+		}
+		root := wf("root", []Node{flowNode("f", "c.wf", h)}, nil)
+		root.Handlers = []Handler{}
+		slices.SortFunc(kids, func(a, b Child) int { return strings.Compare(a.Hash, b.Hash) })
+		root.Children = kids
+		return root
+	}
+	if ps := Validate(chain(MaxFlowDepth)); len(ps) > 0 {
+		t.Errorf("%d nested flows: %v", MaxFlowDepth, Problems(ps))
+	}
+	ps := Validate(chain(MaxFlowDepth + 1))
+	if len(ps) != 1 || !strings.Contains(ps[0].Message, "flows nested deeper than 16") {
+		t.Errorf("%d nested flows: want one problem, nested too deep; got %v", MaxFlowDepth+1, Problems(ps))
+	}
+}
+
+// TestHashCoversChildren: a changed child changes the hash its flow node
+// references, and so the parent's hash; a child extracted with its own
+// descendants hashes to that reference.
+func TestHashCoversChildren(t *testing.T) {
+	w := flows()
+	before := mustHash(w)
+	// Re-embed an edited leaf the way a rebuild would: new hash everywhere.
+	leaf := childNamed(w, "leaf")
+	old := mustHash(leaf)
+	leaf.Outputs[0].Expr = cel("input.n + 1")
+	h := mustHash(leaf)
+	for i := range w.Nodes {
+		if f := w.Nodes[i].Flow; f != nil && f.Hash == old {
+			f.Hash = h
+		}
+	}
+	if after := mustHash(w); after == before {
+		t.Errorf("the parent's hash did not change with its child's")
+	}
+	// Moving the child (its uses path, its source) changes nothing.
+	w = flows()
+	nodeOf(w, "l").Flow.Uses = "elsewhere/leaf.wf"
+	childNamed(w, "leaf").Source = "elsewhere/leaf.wf"
+	if mustHash(w) != mustHash(flows()) {
+		t.Errorf("the uses path changed the hash")
+	}
+	// mid with its descendants, as a root of its own, hashes to what m
+	// references, and is valid.
+	w = flows()
+	mid := *childNamed(w, "mid")
+	mid.Children = []Child{w.Children[0]}
+	if got, want := mustHash(&mid), nodeOf(w, "m").Flow.Hash; got != want {
+		t.Errorf("extracted child hashes to %s, its parent references %s", got, want)
+	}
+	if ps := Validate(&mid); len(ps) > 0 {
+		t.Errorf("extracted child: %v", Problems(ps))
 	}
 }
 

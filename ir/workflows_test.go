@@ -1,6 +1,10 @@
 package ir
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
 
 // Hand-built workflows shared by the tests. Each is valid; the tests that
 // need an invalid one mutate a fresh copy.
@@ -227,9 +231,41 @@ func allWorkflows() map[string]*Workflow {
 	m := map[string]*Workflow{}
 	for _, w := range []*Workflow{
 		sequence(), diamond(), tripleFanIn(), branchJoin(), loop(), agentRoutes(),
-		humanReject(), onError(), when(), leadQualification(),
+		humanReject(), onError(), when(), leadQualification(), flows(),
 	} {
 		m[w.Name] = w
 	}
 	return m
+}
+
+func flowNode(id, uses, hash string) Node {
+	return Node{ID: id, Type: NodeFlow, Join: JoinAll, Flow: &Flow{Uses: uses, Hash: hash,
+		With: []Param{{Name: "n", Value: Value{Expr: celp("1")}}}}}
+}
+
+func mustHash(w *Workflow) string {
+	h, err := Hash(w)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// flows runs embedded children: leaf directly and through mid, which runs
+// it twice; each child is embedded once, in hash order.
+func flows() *Workflow {
+	leaf := wf("leaf", []Node{task("a")}, nil)
+	leaf.Source = "leaf.wf"
+	leaf.Inputs = []Input{{Name: "n", Type: Type{Kind: KindInt}, Required: true}}
+	leaf.Outputs = []Output{{Name: "v", Expr: cel("input.n")}}
+	hl := mustHash(leaf)
+	mid := wf("mid", []Node{flowNode("x", "leaf.wf", hl), flowNode("y", "leaf.wf", hl)}, []Edge{after("x", "y")})
+	mid.Handlers = []Handler{}
+	mid.Inputs = leaf.Inputs
+	hm := mustHash(mid)
+	w := wf("flows", []Node{flowNode("m", "mid.wf", hm), flowNode("l", "leaf.wf", hl), task("end")},
+		[]Edge{after("m", "end"), after("l", "end")})
+	w.Children = []Child{{Hash: hl, Workflow: *leaf}, {Hash: hm, Workflow: *mid}}
+	slices.SortFunc(w.Children, func(a, b Child) int { return strings.Compare(a.Hash, b.Hash) })
+	return w
 }

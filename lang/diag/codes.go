@@ -135,7 +135,8 @@ const (
 	AfterBranch Code = "WF3006"
 	// SelfEdge: a node that depends on itself (`task a after a`).
 	SelfEdge Code = "WF3007"
-	// TooMany: a workflow limit is exceeded (nodes, static fan-out).
+	// TooMany: a workflow limit is exceeded (nodes, static fan-out, IR size
+	// with embedded child workflows).
 	TooMany Code = "WF3008"
 	// LoopBody: an edge leaves a loop body from a node other than the loop
 	// node, or two loops overlap without one containing the other; each

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/wfc-lang/wfc/lang"
 )
 
@@ -504,6 +506,10 @@ func TestLimitProcessRunInputs(t *testing.T) {
 		{name: "--shards -1", args: []string{"status", "--redis", "redis://127.0.0.1:1", "--shards", "-1", "r1"}, code: exitUsage, stderr: `^wfc status: --shards must be at least 1, not -1\n`},
 		{name: "--workers 0", args: []string{"run", "--workers", "0", "ok.wf"}, code: exitUsage, stderr: `^wfc run: --workers must be at least 1\n`},
 		{name: "--retention -1s", args: []string{"run", "--retention", "-1s", "ok.wf"}, code: exitUsage, stderr: `^wfc run: --retention must be`},
+		// With a Redis to serve, a worker of a queue no name routes to
+		// served it forever.
+		{name: "--queues 'bad name!'", args: []string{"worker", "--redis", "redis://" + miniredis.RunT(t).Addr(), "--queues", "bad name!"}, code: exitUsage,
+			stderr: `^wfc worker: --queues: "bad name!" is not a queue name`, limit: 5 * time.Second},
 	} {
 		r := runProc(t, dir, c)
 		if strings.Contains(r.stderr, ":pw@") {

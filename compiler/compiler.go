@@ -120,9 +120,12 @@ func CompileFile(f *source.File, cfg Config) *Result {
 	if cfg.MaxFanout == 0 {
 		cfg.MaxFanout = DefaultMaxFanout
 	}
-	file, diags := lang.ParseFile(f)
+	// One reporter for the parser and the passes, so that the cap on
+	// what is shown (diag.MaxPerFile) applies to them together.
+	rp := &diag.Reporter{File: f}
+	file := lang.Parse(f, rp)
 	s := newState(cfg, f, file)
-	s.rp.Diags = append(s.rp.Diags, diags...)
+	s.rp = rp
 	for _, p := range passes {
 		if p.needsClean && s.rp.Diags.HasErrors() {
 			break
@@ -132,7 +135,7 @@ func CompileFile(f *source.File, cfg Config) *Result {
 			break
 		}
 	}
-	res := &Result{File: f, AST: file, Info: s.info, Diags: s.rp.Diags.Sorted(), Files: s.files, RequiredInputs: s.required}
+	res := &Result{File: f, AST: file, Info: s.info, Diags: s.rp.List(), Files: s.files, RequiredInputs: s.required}
 	if !res.Diags.HasErrors() {
 		res.IR = s.ir
 	}

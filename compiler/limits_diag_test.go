@@ -88,11 +88,16 @@ func TestLimitDidYouMeanBounded(t *testing.T) {
 			}
 		}
 	}
-	if unknown != 10_000 {
-		t.Errorf("%d WF1001, want 10000", unknown)
+	// Only the first diag.MaxPerFile are shown, and one WF0011 for the
+	// others.
+	if unknown != diag.MaxPerFile {
+		t.Errorf("%d WF1001, want %d", unknown, diag.MaxPerFile)
 	}
-	if hinted < 50 || hinted > 1000 {
-		t.Errorf("%d of the unknown names have a hint, want from 50 to 1,000 (the first ones)", hinted)
+	if last := r.Diags[len(r.Diags)-1]; last.Code != diag.TooManyDiags || !strings.Contains(last.Message, fmt.Sprintf(" %d more ", 10_000-diag.MaxPerFile)) {
+		t.Errorf("the last diagnostic is %v, want WF0011 for %d more", last, 10_000-diag.MaxPerFile)
+	}
+	if hinted < 50 {
+		t.Errorf("%d of the unknown names shown have a hint, want at least 50 (the first ones)", hinted)
 	}
 	if d := r.Diags[0]; d.Code != diag.UnknownNode || d.Hint == "" {
 		t.Errorf("the first unknown name has no hint: %v", d)

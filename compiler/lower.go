@@ -36,17 +36,19 @@ func (s *state) fold() {
 	for e, v := range s.intLits {
 		s.consts[e] = v // what folding and evaluating the literal gives
 	}
+	envs := newFoldEnvs(s.prov)
 	for e, a := range s.checked {
 		if !foldable(a.NativeRep().Expr()) {
 			continue
 		}
-		f, iss := opt.Optimize(s.envs[e], a)
+		env := envs.env(s.envs[e], a)
+		f, iss := opt.Optimize(env, a)
 		if iss != nil && iss.Err() != nil {
 			continue
 		}
 		s.folded[e] = f
 		if !hasIdent(f.NativeRep().Expr()) {
-			prg, err := s.envs[e].Program(f, cel.CostLimit(MaxExprCost))
+			prg, err := env.Program(f, cel.CostLimit(MaxExprCost))
 			if err != nil {
 				continue
 			}

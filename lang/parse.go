@@ -19,26 +19,38 @@ import (
 // items) and the diagnostics of the lexer and parser, sorted. A syntax error
 // in one node or item does not hide the rest of the file: the parser
 // re-parses the workflow item by item, and a broken node item by item.
+// At most diag.MaxPerFile diagnostics are returned (see diag.Reporter.List).
 func ParseFile(f *source.File) (*ast.File, diag.List) {
 	return parseFile(f, true)
+}
+
+// Parse is ParseFile reporting into rp, a new Reporter for f: the compiler
+// adds its own diagnostics to the same one before it takes rp.List.
+func Parse(f *source.File, rp *diag.Reporter) *ast.File {
+	return parseInto(f, rp, true)
 }
 
 // parseFile is ParseFile; with fast false it never takes the fast path (for
 // the tests that compare the two).
 func parseFile(f *source.File, fast bool) (*ast.File, diag.List) {
 	rp := &diag.Reporter{File: f}
+	file := parseInto(f, rp, fast)
+	return file, rp.List()
+}
+
+func parseInto(f *source.File, rp *diag.Reporter, fast bool) *ast.File {
 	file := &ast.File{Name: f.Name, Range: source.Range{Start: 0, End: len(f.Src)}}
 	if len(f.Src) > MaxFileSize {
 		// Point at the first byte past the limit.
 		rp.Add(diag.FileTooLarge, source.Range{Start: MaxFileSize, End: MaxFileSize + 1},
 			fmt.Sprintf("file is %d bytes; the limit is %d bytes (%d MiB)", len(f.Src), MaxFileSize, MaxFileSize>>20))
-		return file, rp.Diags.Sorted()
+		return file
 	}
 	sc := scan(f, rp)
 	file.Comments = sc.comments
 	if sc.tooDeep {
 		// A pathological file; parsing it recursively is what the limit prevents.
-		return file, rp.Diags.Sorted()
+		return file
 	}
 	toks := sc.toks
 	p := &parser{f: f, rp: rp, src: string(f.Src), comments: sc.comments, toks: toks, fast: fast, swallowed: -1}
@@ -79,7 +91,7 @@ func parseFile(f *source.File, fast bool) (*ast.File, diag.List) {
 		}
 		rp.Diags = kept
 	}
-	return file, rp.Diags.Sorted()
+	return file
 }
 
 // ParseString is a convenience for tests and tools.

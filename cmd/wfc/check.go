@@ -10,9 +10,10 @@ import (
 )
 
 const checkDoc = `
-Check compiles each file without optimising it and reports every
-diagnostic, sorted by file and position, on standard error; a file may be -
-for standard input. Like go vet it prints nothing when all is well, unless
+Check compiles each file without optimising it and reports its
+diagnostics, sorted by file and position, on standard error (at most 100
+a file, errors first, then one WF0011 saying how many more there are); a
+file may be - for standard input. Like go vet it prints nothing when all is well, unless
 -v is given. The optimiser's diagnostics (WF5xxx) come only from 'wfc build'.
 
 With --json, check writes one JSON document to standard output instead:

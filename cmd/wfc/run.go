@@ -601,7 +601,8 @@ By default a worker serves the control queue (default), where every
 built-in handler but exec runs, and with --allow-exec the queue h:exec, so
 that it takes only work it can do; a node whose queue no live worker serves
 waits, and 'wfc status' says so. --queues replaces that list (the worker
-then fails a node whose handler it lacks). Workers record themselves in
+then fails a node whose handler it lacks); each is a queue name, 1 to 64
+letters, digits, '.', '_', '-' or ':'. Workers record themselves in
 the Redis and refresh the record every few seconds; one whose record is
 older than --dead-after is removed from the queues' consumer groups once
 its pending messages were claimed by others.`
@@ -625,6 +626,17 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	}
 	if len(args) > 0 {
 		return fs.usageError(env, "worker takes no arguments")
+	}
+	var qs []string
+	if *queues != "" {
+		qs = strings.Split(*queues, ",")
+		for _, q := range qs {
+			// A name the runtime never routes to would be served forever
+			// for nothing.
+			if !runtime.ValidQueue(q) {
+				return fs.usageError(env, "--queues: %q is not a queue name (1 to 64 letters, digits, '.', '_', '-' or ':')", q)
+			}
+		}
 	}
 	if *deadAfter <= 0 {
 		return fs.usageError(env, "--dead-after must be a positive duration")
@@ -651,10 +663,6 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		return exitFailed
 	}
 	defer eng.Close()
-	var qs []string
-	if *queues != "" {
-		qs = strings.Split(*queues, ",")
-	}
 	if secrets.Len() > 0 {
 		// The names only, never a value.
 		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))

@@ -58,6 +58,10 @@ const (
 	NoWorkflow Code = "WF0009"
 	// ExtraWorkflow: a second workflow block in the same file.
 	ExtraWorkflow Code = "WF0010"
+	// TooManyDiags: a file has more diagnostics than are shown (MaxPerFile); this
+	// one, after the first MaxPerFile, says how many more were left out. Its
+	// severity is that of the most serious one left out.
+	TooManyDiags Code = "WF0011"
 )
 
 // Names and structure: WF1xxx.
@@ -208,6 +212,7 @@ var all = []CodeInfo{
 	{BadUTF8, Error, "invalid UTF-8"},
 	{NoWorkflow, Error, "no workflow declared"},
 	{ExtraWorkflow, Error, "more than one workflow"},
+	{TooManyDiags, Error, "too many diagnostics"},
 
 	{UnknownNode, Error, "unknown node"},
 	{DuplicateNode, Error, "duplicate node id"},

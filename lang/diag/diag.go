@@ -6,6 +6,7 @@ package diag
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/wfc-lang/wfc/lang/source"
@@ -120,16 +121,90 @@ func (l List) Sorted() List {
 	})
 }
 
-// A Reporter collects diagnostics for one file.
+// MaxPerFile is how many diagnostics of one file are shown: errors first,
+// then warnings and infos, each kind from the start of the file; then one
+// TooManyDiags saying how many more there are (like Go's "too many errors"
+// after 10, or clang's -ferror-limit). 4 MiB of random bytes would
+// otherwise make about 290,000 (110 MB of text, 1 GiB of memory).
+const MaxPerFile = 100
+
+// maxKept is how many diagnostics a Reporter keeps; past it, it only counts
+// them. It is more than MaxPerFile because the first ones reported (the
+// lexer's) are not always the first in the file.
+const maxKept = 10 * MaxPerFile
+
+// A Reporter collects diagnostics for one file. It keeps at most maxKept of
+// them (Diags; an error takes the place of a warning or info when it is
+// full) and counts the others; List returns what is shown.
 type Reporter struct {
 	File  *source.File
 	Diags List
+
+	dropped    int      // diagnostics not kept: Diags was full
+	droppedSev Severity // the most serious of them
+	minor      int      // warnings and infos in Diags
+	scratch    Diagnostic
 }
 
-// Add records a diagnostic at r.
+// Add records a diagnostic at r. Past maxKept it may return a throwaway
+// diagnostic (so that the caller's WithHint and the like still work).
 func (rp *Reporter) Add(code Code, r source.Range, msg string) *Diagnostic {
-	rp.Diags = append(rp.Diags, Diagnostic{Code: code, Severity: code.Severity(), Span: rp.File.Span(r), Message: msg})
-	return &rp.Diags[len(rp.Diags)-1]
+	d := Diagnostic{Code: code, Severity: code.Severity(), Span: rp.File.Span(r), Message: msg}
+	if len(rp.Diags) < maxKept {
+		if d.Severity != Error {
+			rp.minor++
+		}
+		rp.Diags = append(rp.Diags, d)
+		return &rp.Diags[len(rp.Diags)-1]
+	}
+	if d.Severity == Error && rp.minor > 0 {
+		// Full: the error takes the place of the last warning or info.
+		for i := len(rp.Diags) - 1; i >= 0; i-- {
+			if rp.Diags[i].Severity != Error {
+				rp.drop(rp.Diags[i].Severity)
+				rp.minor--
+				rp.Diags[i] = d
+				return &rp.Diags[i]
+			}
+		}
+	}
+	rp.drop(d.Severity)
+	rp.scratch = d
+	return &rp.scratch
+}
+
+func (rp *Reporter) drop(sev Severity) {
+	rp.dropped++
+	if rp.droppedSev == 0 || sev < rp.droppedSev {
+		rp.droppedSev = sev
+	}
+}
+
+// List returns the diagnostics to show: Diags sorted, without exact
+// duplicates, and past MaxPerFile cut to the first MaxPerFile (errors
+// first) and a TooManyDiags at the position of the first one left out.
+func (rp *Reporter) List() List {
+	l := rp.Diags.Sorted()
+	if len(l) <= MaxPerFile && rp.dropped == 0 {
+		return l
+	}
+	// Sorted orders by position first; the stable sort keeps that order
+	// within each severity.
+	bySev := slices.Clone(l)
+	slices.SortStableFunc(bySev, func(a, b Diagnostic) int { return cmp.Compare(a.Severity, b.Severity) })
+	more, sev := rp.dropped, rp.droppedSev
+	for _, d := range bySev[MaxPerFile:] {
+		more++
+		if sev == 0 || d.Severity < sev {
+			sev = d.Severity
+		}
+	}
+	// Diags holds maxKept > MaxPerFile before any is dropped, so the
+	// first one left out is in bySev.
+	first := bySev[MaxPerFile]
+	shown := List(bySev[:MaxPerFile]).Sorted()
+	return append(shown, Diagnostic{Code: TooManyDiags, Severity: sev, Span: first.Span,
+		Message: fmt.Sprintf("too many diagnostics: %d more not shown (the first %d of a file are)", more, MaxPerFile)})
 }
 
 // WithHint sets the hint and returns d for chaining.

@@ -2,6 +2,7 @@ package diag
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,5 +46,55 @@ func TestSortedDedup(t *testing.T) {
 	got := rp.Diags.Sorted()
 	if len(got) != 2 || got[0].Code != SyntaxError {
 		t.Errorf("got %v", got)
+	}
+}
+
+// A Reporter shows the first MaxPerFile diagnostics, errors first, and one
+// TooManyDiags counting the rest, those it did not even keep included; its
+// severity is that of the most serious one left out.
+func TestLimitReporterCap(t *testing.T) {
+	f := source.NewFile("x.wf", []byte(strings.Repeat("x", 10_000)))
+	for _, c := range []struct {
+		name      string
+		errors    int // reported after the warnings, at lower offsets
+		warnings  int
+		wantSev   Severity
+		wantCount int
+	}{
+		{"none left out", 40, 60, 0, 0},
+		{"errors left out", 5000, 10, Error, 4910},
+		{"warnings left out", 10, 5000, Warning, 4910},
+	} {
+		rp := &Reporter{File: f}
+		for i := range c.warnings {
+			rp.Add(Unreachable, source.Range{Start: 5000 + i, End: 5001 + i}, "w").WithHint("h")
+		}
+		for i := range c.errors {
+			rp.Add(BadChar, source.Range{Start: i, End: i + 1}, "e").WithRelated(source.Span{}, "r")
+		}
+		if len(rp.Diags) > maxKept {
+			t.Errorf("%s: %d kept, want at most %d", c.name, len(rp.Diags), maxKept)
+		}
+		l := rp.List()
+		if c.wantCount == 0 {
+			if len(l) != c.errors+c.warnings {
+				t.Errorf("%s: %d diagnostics, want %d", c.name, len(l), c.errors+c.warnings)
+			}
+			continue
+		}
+		if len(l) != MaxPerFile+1 {
+			t.Fatalf("%s: %d diagnostics, want %d", c.name, len(l), MaxPerFile+1)
+		}
+		last := l[MaxPerFile]
+		if last.Code != TooManyDiags || last.Severity != c.wantSev || !strings.Contains(last.Message, fmt.Sprintf(": %d more not shown", c.wantCount)) {
+			t.Errorf("%s: last diagnostic %v (%v), want %s %v for %d more", c.name, last, last.Severity, TooManyDiags, c.wantSev, c.wantCount)
+		}
+		if last.Span.Start.Offset < l[MaxPerFile-1].Span.Start.Offset {
+			t.Errorf("%s: %s at %d, before the last one shown", c.name, TooManyDiags, last.Span.Start.Offset)
+		}
+		// Errors are shown first, wherever they are.
+		if n := l[:MaxPerFile].Count(Error); n != min(c.errors, MaxPerFile) {
+			t.Errorf("%s: %d errors shown, want %d", c.name, n, min(c.errors, MaxPerFile))
+		}
 	}
 }

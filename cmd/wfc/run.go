@@ -807,6 +807,11 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	for _, a := range st.Approvals {
+		if a.State == runtime.ApprovalOpen {
+			fmt.Fprintf(w, "approval %s: open, approvers %s (wfc approve %s %s)\n", a.Exec, strings.Join(a.Approvers, ", "), st.RunID, a.Exec)
+		}
+	}
 	if len(st.Result) > 0 {
 		fmt.Fprintf(w, "result: %s\n", st.Result)
 	}

@@ -376,3 +376,59 @@ func TestApprovalWorkerGone(t *testing.T) {
 		}
 	})
 }
+
+// A human node runs, but not with the options the language does not give
+// it (an IR may still carry them): for_each items, loops, branches.
+func TestApprovalSupported(t *testing.T) {
+	ok := approvalWF(t, true)
+	if err := CheckSupported(ok); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		mod  func(n *ir.Node)
+	}{
+		{"for_each", func(n *ir.Node) { n.ForEach = &ir.ForEach{Var: "x", Items: ir.Expr{CEL: "[1]"}} }},
+		{"loop", func(n *ir.Node) { n.Loop = &ir.Loop{While: ir.Expr{CEL: "false"}, Max: 2, BackTo: n.ID} }},
+		{"branch", func(n *ir.Node) { n.Branch = &ir.Branch{Default: []string{"send"}} }},
+		{"compensate", func(n *ir.Node) { n.Compensate = &ir.Compensate{Handler: "noop"} }},
+	} {
+		w := approvalWF(t, true)
+		c.mod(&w.Nodes[1])
+		err := CheckSupported(w)
+		if err == nil || !strings.Contains(err.Error(), `human node "review" has `+c.what) {
+			t.Errorf("%s: %v", c.what, err)
+		}
+	}
+}
+
+// Approvers computed from the inputs; an empty list fails the node.
+func TestApprovalApproversExpr(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{
+			inputs:  []ir.Input{{Name: "who", Type: ir.Type{Kind: ir.KindList, Elem: &ir.Type{Kind: ir.KindString}}, Required: true}},
+			outputs: []ir.Output{output("by", "review.output.approver")},
+			nodes:   []*nodeSpec{human("review", nil)},
+		})
+		w.Nodes[0].Human.ApproversExpr = &ir.Expr{CEL: "input.who"}
+		run := v.submit(w, map[string]any{"who": []any{"zed"}})
+		if a := waitOpen(v, run, "review"); len(a.Approvers) != 1 || a.Approvers[0] != "zed" {
+			t.Fatalf("approval %+v", a)
+		}
+		if err := v.e.Decide(v.ctx, run, "review", Decision{Approve: true, By: "ann"}); err == nil {
+			t.Fatal("ann decided")
+		}
+		if err := v.e.Decide(v.ctx, run, "review", Decision{Approve: true, By: "zed"}); err != nil {
+			t.Fatal(err)
+		}
+		if st := v.wait(run); string(st.Result) != `{"by":"zed"}` {
+			t.Fatalf("%s", dump(st))
+		}
+		st := v.run(w, map[string]any{"who": []any{}})
+		if st.State != RunFailed || st.Nodes["review"].Code != CodeExpr || !strings.Contains(st.Error, "nobody could decide") {
+			t.Fatalf("%s", dump(st))
+		}
+	})
+}

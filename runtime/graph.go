@@ -374,10 +374,13 @@ func CheckSupported(w *ir.Workflow) error {
 			if n.Human == nil {
 				return fmt.Errorf("runtime: human node %q has no human block", n.ID)
 			}
-			for what, set := range map[string]bool{"for_each": n.ForEach != nil, "loop": n.Loop != nil, "branch": n.Branch != nil,
-				"dispatch": n.Dispatch != nil, "compensate": n.Compensate != nil} {
-				if set {
-					return fmt.Errorf("runtime: human node %q has %s, which this runtime does not support on a human node", n.ID, what)
+			for _, c := range []struct {
+				what string
+				set  bool
+			}{{"for_each", n.ForEach != nil}, {"loop", n.Loop != nil}, {"branch", n.Branch != nil},
+				{"dispatch", n.Dispatch != nil}, {"compensate", n.Compensate != nil}} {
+				if c.set {
+					return fmt.Errorf("runtime: human node %q has %s, which this runtime does not support on a human node", n.ID, c.what)
 				}
 			}
 		case ir.NodeAgent, ir.NodeFlow:

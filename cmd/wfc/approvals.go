@@ -19,8 +19,9 @@ approvals of every run (oldest first); with --run, every approval of that
 run, open or decided. Each line shows the run, the node's execution (node,
 and "@" with its iteration inside loops), the state (open, approved,
 rejected, timed_out, or closed: the run ended before a decision), who may
-decide, when it times out, and the prompt. With --run, --wait first waits
-until the run waits for an approval or has ended.`
+decide, when it times out, and the prompt. --wait first waits until an
+approval is open; with --run, until the run waits for an approval or has
+ended.`
 
 const approveDoc = `
 Approve decides the approval of node NODE in run RUN: it approves, or with
@@ -38,11 +39,11 @@ a field of the wrong type is refused with an error, and nothing changes.
 Exit codes: 0 decided, 1 refused, 2 bad command line.`
 
 func runApprovals(ctx context.Context, env *Env, args []string) int {
-	fs := newFlags("approvals", "wfc approvals --redis URL [--run RUN] [--json]", approvalsDoc)
+	fs := newFlags("approvals", "wfc approvals --redis URL [--run RUN] [--wait] [--json]", approvalsDoc)
 	rf := addRuntimeFlags(fs, env)
 	run := fs.String("run", "", "list the approvals of run `RUN` only (open and decided)")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	wait := fs.Bool("wait", false, "with --run, first wait until the run waits for an approval or has ended")
+	wait := fs.Bool("wait", false, "first wait until an approval is open (with --run: until the run waits for one or has ended)")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
 		return code
@@ -53,9 +54,7 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 	if len(args) != 0 {
 		return fs.usageError(env, "approvals takes no arguments (the run goes with --run)")
 	}
-	if *wait && *run == "" {
-		return fs.usageError(env, "--wait needs --run")
-	}
+
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required")
 	}
@@ -66,8 +65,10 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 	}
 	defer eng.Close()
 	var aps []runtime.Approval
-	if *wait {
+	if *wait && *run != "" {
 		aps, err = waitApproval(ctx, eng, *run)
+	} else if *wait {
+		aps, err = waitOpen(ctx, eng)
 	} else if *run != "" {
 		aps, err = eng.Approvals(ctx, *run)
 	} else {
@@ -172,6 +173,21 @@ func waitApproval(ctx context.Context, eng *runtime.Engine, run string) ([]runti
 			if a.State == runtime.ApprovalOpen {
 				return st.Approvals, nil
 			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitOpen polls the open approvals until there is one.
+func waitOpen(ctx context.Context, eng *runtime.Engine) ([]runtime.Approval, error) {
+	for {
+		aps, err := eng.OpenApprovals(ctx)
+		if err != nil || len(aps) > 0 {
+			return aps, err
 		}
 		select {
 		case <-ctx.Done():

@@ -51,7 +51,7 @@
 //	        [--dead-after D]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
-//	wfc approvals --redis URL [--run RUN] [--json]
+//	wfc approvals --redis URL [--run RUN] [--wait] [--json]
 //	wfc approve --redis URL [--reject] [--by WHO] [--comment T]
 //	        [--input NAME=VALUE]... RUN NODE
 //

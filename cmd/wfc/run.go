@@ -395,6 +395,12 @@ func (p *progressPrinter) event(ev runtime.Event) {
 		p.line(x, "compensated", "")
 	case "comp.failed":
 		p.line(x, "compensation failed", ev.Fields["error"])
+	case "approval.decided":
+		what := "approval " + ev.Fields["outcome"]
+		if by := ev.Fields["by"]; by != "" {
+			what += " by " + by
+		}
+		p.line(x, what, "")
 	}
 }
 

@@ -432,3 +432,31 @@ func TestApprovalApproversExpr(t *testing.T) {
 		}
 	})
 }
+
+// A rejection without on_reject fails the node with code rejected, which
+// on_error routes; a false `when` skips the node without an approval.
+func TestApprovalRejectRouted(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{
+			outputs: []ir.Output{output("handled", "has(handle.output)"), output("code", "review.error.code")},
+			nodes: []*nodeSpec{
+				human("review", []string{"ann"}, onError("handle")),
+				task("handle", "noop"),
+			},
+		})
+		run := v.submit(w, nil)
+		waitOpen(v, run, "review")
+		if err := v.e.Decide(v.ctx, run, "review", Decision{By: "ann"}); err != nil {
+			t.Fatal(err)
+		}
+		if st := v.wait(run); st.State != RunCompleted || string(st.Result) != `{"handled":true,"code":"rejected"}` {
+			t.Fatalf("%s", dump(st))
+		}
+		w = build(t, wfSpec{nodes: []*nodeSpec{human("review", []string{"ann"}, when("false"))}})
+		if st := v.run(w, nil); st.State != RunCompleted || nodeState(st, "review") != NodeSkipped || len(st.Approvals) != 0 {
+			t.Fatalf("%s", dump(st))
+		}
+	})
+}

@@ -142,7 +142,7 @@ func build(t testing.TB, s wfSpec) *ir.Workflow {
 			for _, h := range n.Dispatch.Handlers {
 				handlers[h] = true
 			}
-		} else {
+		} else if n.Handler != "" {
 			handlers[n.Handler] = true
 		}
 		if n.Compensate != nil {
@@ -173,6 +173,11 @@ func build(t testing.TB, s wfSpec) *ir.Workflow {
 		}
 		for _, tg := range n.OnError {
 			w.Edges = append(w.Edges, ir.Edge{From: n.ID, To: tg, Kind: ir.EdgeError})
+		}
+		if n.Human != nil {
+			for _, tg := range n.Human.OnReject {
+				w.Edges = append(w.Edges, ir.Edge{From: n.ID, To: tg, Kind: ir.EdgeReject})
+			}
 		}
 		w.Nodes = append(w.Nodes, n)
 	}

@@ -169,6 +169,10 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 		n := &w.Nodes[i]
 		p.nodes[n.ID] = n
 		g := &gnode{Q: cmp.Or(qf(n.Handler), ctl)}
+		if n.Human != nil {
+			// A human node runs no handler: its token is the runtime's own.
+			g.Q = ctl
+		}
 		if d := n.Dispatch; d != nil && len(d.Handlers) > 0 {
 			q, err := dispatchQueue(n.ID, d.Handlers, qf, ctl)
 			if err != nil {
@@ -348,7 +352,8 @@ func loopIteration(vec string) int {
 }
 
 // CheckSupported reports whether this runtime can execute w: the IR must
-// analyze cleanly, and agent, human and flow nodes are not supported yet.
+// analyze cleanly, and agent and flow nodes are not supported yet, nor a
+// human node with for_each, loop, branch, dispatch or compensate.
 // The CLI should call it before submitting a run.
 func CheckSupported(w *ir.Workflow) error {
 	if w == nil {
@@ -365,14 +370,27 @@ func CheckSupported(w *ir.Workflow) error {
 			if n.Handler == "" && n.Dispatch == nil {
 				return fmt.Errorf("runtime: task node %q has no handler", n.ID)
 			}
-		case ir.NodeAgent, ir.NodeHuman, ir.NodeFlow:
+		case ir.NodeHuman:
+			if n.Human == nil {
+				return fmt.Errorf("runtime: human node %q has no human block", n.ID)
+			}
+			for _, c := range []struct {
+				what string
+				set  bool
+			}{{"for_each", n.ForEach != nil}, {"loop", n.Loop != nil}, {"branch", n.Branch != nil},
+				{"dispatch", n.Dispatch != nil}, {"compensate", n.Compensate != nil}} {
+				if c.set {
+					return fmt.Errorf("runtime: human node %q has %s, which this runtime does not support on a human node", n.ID, c.what)
+				}
+			}
+		case ir.NodeAgent, ir.NodeFlow:
 			unsupported = append(unsupported, fmt.Sprintf("%s (%s)", n.ID, n.Type))
 		default:
 			return fmt.Errorf("runtime: node %q has unknown type %q", n.ID, n.Type)
 		}
 	}
 	if len(unsupported) > 0 {
-		return fmt.Errorf("runtime: workflow %q uses node kinds this runtime cannot execute yet (agent, human and flow nodes are not supported): %s",
+		return fmt.Errorf("runtime: workflow %q uses node kinds this runtime cannot execute yet (agent and flow nodes are not supported): %s",
 			w.Name, strings.Join(unsupported, ", "))
 	}
 	return nil

@@ -24,7 +24,8 @@ import (
 type Token struct {
 	// Kind: "exec" (run a node), "item" (run one for_each item), "fin"
 	// (collect a for_each node's items and route), "comp" (run a
-	// compensation), "finish" (evaluate the run's outputs), "deadline".
+	// compensation), "finish" (evaluate the run's outputs), "deadline",
+	// "timeout" (an approval's timeout: docs/waiting.md).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -136,6 +137,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.finish()
 	case "final":
 		return j.final()
+	case "timeout":
+		return j.timeout()
 	case "deadline":
 		if tok.Gen != m.Gen {
 			return j.ack()
@@ -460,6 +463,9 @@ func (j *job) exec() error {
 		if !ok {
 			return j.complete(completeArgs{Mode: "skip", Item: -1})
 		}
+	}
+	if n.Human != nil {
+		return j.await(act)
 	}
 	if n.ForEach != nil {
 		return j.expand(act)
@@ -1346,6 +1352,12 @@ func nodeExprs(n *ir.Node) []string {
 	}
 	if n.Compensate != nil {
 		params(n.Compensate.With)
+	}
+	if h := n.Human; h != nil {
+		add(h.ApproversExpr)
+		if h.Prompt != nil {
+			params([]ir.Param{{Value: *h.Prompt}})
+		}
 	}
 	return out
 }

@@ -28,6 +28,7 @@ const (
 	NodeCompleted = "completed" // ran; has an output
 	NodeSkipped   = "skipped"   // did not run (false when, or only skips arrived)
 	NodeFailed    = "failed"    // failed after its attempts
+	NodeWaiting   = "waiting"   // a human node's approval waits for a decision (docs/waiting.md)
 )
 
 // A Status is the state of a run.
@@ -66,6 +67,9 @@ type Status struct {
 	// ended); zero while it runs or when they are kept forever. After that
 	// the run is unknown.
 	Expires time.Time `json:"expires,omitzero"`
+	// Approvals are the run's approvals (human nodes), open or decided,
+	// oldest first.
+	Approvals []Approval `json:"approvals,omitempty"`
 }
 
 // Done reports whether the run is terminal and no compensation is running.
@@ -173,6 +177,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		}
 		st.Nodes[x] = ns
 	}
+	st.Approvals = approvalsOf(run, m, states)
 	s.waiting(ctx, st, m.Graph, reg.Val())
 	return st, nil
 }
@@ -270,6 +275,8 @@ func (ev Event) Transitions() []Transition {
 		ts = append(ts, Transition{Exec: f["x"], State: NodeSkipped})
 	case "node.started":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeRunning})
+	case "approval.created":
+		ts = append(ts, Transition{Exec: f["x"], State: NodeWaiting})
 	case "node.failed":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeFailed, Error: f["error"], Code: f["code"]})
 	case "node.retry":

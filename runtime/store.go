@@ -23,7 +23,7 @@ import (
 var scriptFS embed.FS
 
 // runScripts are the scripts that share lib.lua and the run KEYS layout.
-var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started"}
+var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started", "await", "decide"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
 // heartbeat, release) or on a worker's consumers (reap), or, as the fast paths of complete and start
@@ -63,7 +63,13 @@ func ScriptSource(name string) (string, error) {
 		return "", fmt.Errorf("runtime: no script %q", name)
 	}
 	var parts []string
-	for _, f := range append(preludes(name), name) {
+	files := append(preludes(name), name)
+	if name == "decide" {
+		// decide checks and records a decision, then makes complete's
+		// transition (scripts/decide.lua).
+		files = append(files, "complete")
+	}
+	for _, f := range files {
 		b, err := scriptFS.ReadFile("scripts/" + f + ".lua")
 		if err != nil {
 			return "", err

@@ -17,6 +17,8 @@
 //	cancel   cancel a run
 //	retry    re-run the failed part of a failed run
 //	events   print a run's event log
+//	approvals list the approvals human nodes wait for
+//	approve  approve or reject an approval of a run
 //	lsp      run the language server (LSP over standard input and output)
 //	version  print the wfc, Go and IR versions
 //	help     show help for a command
@@ -49,6 +51,9 @@
 //	        [--dead-after D]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
+//	wfc approvals --redis URL [--run RUN] [--wait] [--json]
+//	wfc approve --redis URL [--reject] [--by WHO] [--comment T]
+//	        [--input NAME=VALUE]... RUN NODE
 //
 // Run executes a workflow (a .wf file, or compiled IR in .json or .yaml;
 // on standard input, FILE "-", either, as in 'wfc build x.wf | wfc run -')
@@ -64,7 +69,10 @@
 // --http-allow ($WFC_HTTP_ALLOW) lists it; --http-deny ($WFC_HTTP_DENY)
 // refuses hosts over it. Workers resolve secret inputs from --secrets-file
 // and $WFC_SECRET_<name> and mask their values in all they write
-// (docs/security.md). See docs/runtime.md.
+// (docs/security.md). Approvals lists the approvals of human nodes (open
+// ones, or with --run every one of a run) and approve decides one
+// (docs/waiting.md); a run with human nodes needs --redis. See
+// docs/runtime.md.
 //
 // # Fmt
 //

@@ -235,6 +235,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "wfc: embedded Redis (in memory only: the run is lost when wfc exits; use --redis for a durable one)")
 		// Only the in-process workers can serve an embedded run: a handler
 		// they lack would leave it waiting forever.
+		if hs := runtime.HumanNodes(w); len(hs) > 0 {
+			fmt.Fprintf(env.Stderr, "wfc run: workflow %s has human nodes (%s), whose approvals are decided with 'wfc approve' from another process, which cannot reach an embedded Redis; run it with --redis (or 'wfc submit' it to a Redis served by 'wfc worker')\n", w.Name, strings.Join(hs, ", "))
+			return exitFailed
+		}
 		if missing := runtime.MissingHandlers(w, reg); len(missing) > 0 {
 			fmt.Fprintf(env.Stderr, "wfc run: no implementation of handler %s in this process%s; run it against a Redis (--redis) served by a 'wfc worker' (or a worker of your own) that provides it\n", strings.Join(missing, ", "), execHint(missing, *hf.allowExec))
 			return exitFailed
@@ -391,6 +395,12 @@ func (p *progressPrinter) event(ev runtime.Event) {
 		p.line(x, "compensated", "")
 	case "comp.failed":
 		p.line(x, "compensation failed", ev.Fields["error"])
+	case "approval.decided":
+		what := "approval " + ev.Fields["outcome"]
+		if by := ev.Fields["by"]; by != "" {
+			what += " by " + by
+		}
+		p.line(x, what, "")
 	}
 }
 
@@ -810,6 +820,11 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 			line += " (waiting: " + n.Waiting + ")"
 		}
 		fmt.Fprintln(w, line)
+	}
+	for _, a := range st.Approvals {
+		if a.State == runtime.ApprovalOpen {
+			fmt.Fprintf(w, "approval %s: open, approvers %s (wfc approve %s %s)\n", a.Exec, strings.Join(a.Approvers, ", "), st.RunID, a.Exec)
+		}
 	}
 	if len(st.Result) > 0 {
 		fmt.Fprintf(w, "result: %s\n", st.Result)

@@ -237,14 +237,24 @@ func genSize(s string) (int, error) {
 	return base + n, err
 }
 
-// stdoutenv NAME sets $NAME to the first line of the last command's
-// standard output (a run id printed by wfc submit).
+// stdoutenv NAME [N] sets $NAME to the first line of the last command's
+// standard output (a run id printed by wfc submit), or to its N-th field
+// (1-based, split at spaces: the run id of a wfc approvals line).
 func cmdStdoutEnv(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: stdoutenv NAME")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: stdoutenv NAME [N]")
 	}
 	line, _, _ := strings.Cut(ts.ReadFile("stdout"), "\n")
-	ts.Setenv(args[0], strings.TrimSpace(line))
+	line = strings.TrimSpace(line)
+	if len(args) == 2 {
+		n, err := strconv.Atoi(args[1])
+		f := strings.Fields(line)
+		if err != nil || n < 1 || n > len(f) {
+			ts.Fatalf("stdoutenv: no field %s in %q", args[1], line)
+		}
+		line = f[n-1]
+	}
+	ts.Setenv(args[0], line)
 }
 
 // haveRedisCluster is condition [rediscluster]: redis-server and

@@ -1,8 +1,9 @@
 -- rerun: partial retry of a failed (or cancelled) run. Completed and
 -- skipped executions keep their state and outputs; the execution that
--- failed the run and every execution that was queued, running or waiting
--- on a retry are queued again under a new generation, so that tokens of
--- the old generation are stale.
+-- failed the run and every execution that was queued, running, waiting
+-- on a retry or on an approval (which gets a new approval) are queued
+-- again under a new generation, so that tokens of the old generation are
+-- stale.
 -- A: deadline_at (ms, 0 for none).
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
@@ -18,7 +19,7 @@ local again = {}
 for i = 1, #all, 2 do
   local x, s = all[i], all[i + 1]
   if not string.find(x, '|', 1, true) then
-    if s == 'queued' or s == 'running' or s == 'retrying' or (s == 'failed' and x == fx) then
+    if s == 'queued' or s == 'running' or s == 'retrying' or s == 'waiting' or (s == 'failed' and x == fx) then
       local n, vec = splitx(x)
       local g = gnode(n)
       if not g or not qstream(g.q) then return fail('cannot requeue ' .. x) end

@@ -22,14 +22,20 @@ func (p *printer) exprTail(e *ast.Expr, ws, tail int) {
 	p.space(e.Start, ws)
 	text := p.src[e.Start:e.End]
 	wrap := !p.measuring && !p.flat
-	if strings.IndexByte(text, '\n') < 0 && (!wrap || p.col+utf8.RuneCountInString(text)+tail <= lineWidth) {
+	if strings.IndexByte(text, '\n') < 0 && (!wrap || p.col+len(text)+tail <= lineWidth || p.column()+utf8.RuneCountInString(text)+tail <= lineWidth) {
 		p.write(text)
 	} else {
-		p.write(layoutExpr(text, p.lineIndent(), p.col, tail, wrap))
+		p.write(layoutExpr(text, p.lineIndent(), p.column(), tail, wrap))
 	}
 	p.skipComments(e.End)
 	p.lastEnd = e.End
 	p.lastComment, p.lastLine = false, false
+}
+
+// column returns the column of the end of the output, in runes (p.col
+// counts bytes).
+func (p *printer) column() int {
+	return utf8.RuneCount(p.out[bytes.LastIndexByte(p.out, '\n')+1:])
 }
 
 // lineIndent returns the indentation of the current output line.

@@ -212,7 +212,7 @@ func (p *printer) targets(ids []*ast.Ident, ws, cont, tail int) {
 				if i == len(ids)-1 {
 					after = tail
 				}
-				if p.newlines(ids[i-1].End, id.Start) > 0 || p.col+1+len(id.Name)+after > lineWidth {
+				if p.newlines(ids[i-1].End, id.Start) > 0 || p.col+1+len(id.Name)+after > lineWidth && p.column()+1+len(id.Name)+after > lineWidth {
 					ws = wsLine
 				}
 			}

@@ -41,7 +41,10 @@ func TestLineWidth(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "  task last after %s%s { run \"noop\" }\n", strings.Join(ns, ", "), join)
 		fmt.Fprintf(&b, "  task cond {\n    when %s\n    routes %s\n", strings.Join(conds, " && "), strings.Join(ns, ", "))
+		fmt.Fprintf(&b, "    with { x = \"%s\" != \"\" && %s }\n", strings.Repeat("ü", 30), strings.Join(conds, " && "))
 		fmt.Fprintf(&b, "    on_error \"timeout\" => %s\n", strings.Join(ns, ", "))
+		// Columns are counted in characters, not bytes.
+		fmt.Fprintf(&b, "    on_error \"%s\" => %s\n", strings.Repeat("é", 20+n), strings.Join(ns, ", "))
 		fmt.Fprintf(&b, "    branch {\n      when %s => %s\n      else => last\n    }\n  }\n}\n", strings.Join(conds, " || "), strings.Join(ns, ", "))
 		src := b.String()
 		out := mustFormat(t, "w.wf", []byte(src))

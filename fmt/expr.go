@@ -66,7 +66,29 @@ func (p *printer) lineIndent() int {
 //
 // Only whitespace between tokens changes: newlines inside strings and
 // block comments are not line breaks of the expression and are left alone.
+//
+// Breaking a line moves the brackets it opens to a line of another level,
+// which can change the indentation (and so the width) of the lines after
+// it: layout and wrapping alternate until wrapping adds no break (each
+// round adds one at least, so this ends), which makes the result a fixed
+// point, as idempotence needs.
 func layoutExpr(text string, base, col, tail int, wrap bool) string {
+	out, breaks := layoutLines(text, base, wrap)
+	for len(breaks) > 0 {
+		w := wrapLines(out, breaks, base, col, tail)
+		if w == out {
+			break
+		}
+		out, breaks = layoutLines(w, base, wrap)
+	}
+	return out
+}
+
+// layoutLines indents the continuation lines of text on the grid (see
+// layoutExpr) and, with wrap, returns the offsets in its result where a
+// line may be broken: just after a && or || outside brackets that spaces
+// and more text on the same line follow.
+func layoutLines(text string, base int, wrap bool) (string, []int) {
 	var b strings.Builder
 	b.Grow(len(text) + 16)
 	var stack []int  // level of the line that opened each open bracket
@@ -170,11 +192,7 @@ func layoutExpr(text string, base, col, tail int, wrap bool) string {
 		}
 	}
 	b.WriteString(text[seg:])
-	out := b.String()
-	if len(breaks) == 0 {
-		return out
-	}
-	return wrapLines(out, breaks, base, col, tail)
+	return b.String(), breaks
 }
 
 // wrapLines breaks the lines of the laid-out expression out that are wider

@@ -3,6 +3,7 @@ package format
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/wfc-lang/wfc/lang"
@@ -27,6 +28,9 @@ func FuzzFormat(f *testing.F) {
 		"workflow w { a b; after c {} }", "workflow w { task a { for_each v in x; parallel 2 } }",
 		"workflow w { task a { timeout - /* c */ 3  x [1,\n2,] } }",
 		"\xef\xbb\xbfworkflow w {\r\n\ttask a { run \"x\" }\r\n}",
+		// Line width (rule 11): a long after list and a long condition.
+		"workflow w { task z after " + strings.Repeat("abcdefgh, ", 14) + "i { run \"x\" } }",
+		"workflow w { task a { when " + strings.Repeat("x.y > 1 && ", 12) + "(b ||\n c) } }",
 	} {
 		f.Add(s)
 	}

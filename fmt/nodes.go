@@ -197,12 +197,34 @@ func (p *printer) ident(id *ast.Ident, ws int) {
 	p.emit(id.Start, id.End, id.Name, ws)
 }
 
-// targets prints `a, b, c`.
-func (p *printer) targets(ids []*ast.Ident, ws int) {
+// targets prints `a, b, c`: an after list, the targets of a branch rule
+// or of an error route. A line break the source has between two elements
+// is kept, and an element that would end past lineWidth (counting the ","
+// after it, or tail, the width of what follows the last one on its line)
+// starts a new line; those continuation lines are indented cont.
+func (p *printer) targets(ids []*ast.Ident, ws, cont, tail int) {
 	for i, id := range ids {
 		if i > 0 {
 			p.glue(",")
 			ws = 1
+			if !p.flat && !p.measuring {
+				after := 1
+				if i == len(ids)-1 {
+					after = tail
+				}
+				if p.newlines(ids[i-1].End, id.Start) > 0 || p.col+1+len(id.Name)+after > lineWidth && p.column()+1+len(id.Name)+after > lineWidth {
+					ws = wsLine
+				}
+			}
+		}
+		if ws == wsLine {
+			// The element starts a continuation line (and so does a
+			// comment on a line of its own before it).
+			saveInd, saveCont := p.ind, p.cont
+			p.ind, p.cont = cont, cont
+			p.ident(id, ws)
+			p.ind, p.cont = saveInd, saveCont
+			continue
 		}
 		p.ident(id, ws)
 	}
@@ -223,12 +245,20 @@ func (p *printer) item(it ast.Item, ws int) {
 		p.ident(it.Name, 1)
 		p.body(p.next(it.Name.End), "{", 1, itemUnits{items: it.Items, workflow: true, src: p.src}, it.End-1, "}")
 	case *ast.NodeDecl:
+		// The header's continuation lines are indented two levels, so
+		// that they stand apart from the items of the body.
+		saveCont := p.cont
+		p.cont = p.ind + 2*indentWidth
 		p.ident(it.Kind, ws)
 		p.ident(it.Name, 1)
 		end := it.Name.End
 		if len(it.After) > 0 {
 			p.tok(end, "after", 1)
-			p.targets(it.After, 1)
+			tail := len(" {")
+			if it.Join != nil {
+				tail += len(" join ") + len(it.Join.Name)
+			}
+			p.targets(it.After, 1, p.cont, tail)
 			end = it.After[len(it.After)-1].End
 		}
 		if it.Join != nil {
@@ -238,6 +268,7 @@ func (p *printer) item(it ast.Item, ws int) {
 		}
 		p.label()
 		p.body(p.next(end), "{", 1, itemUnits{items: it.Items, src: p.src}, it.End-1, "}")
+		p.cont = saveCont
 	case *ast.Setting:
 		p.ident(it.Key, ws)
 		p.value(it.Value, 1)
@@ -254,7 +285,7 @@ func (p *printer) item(it ast.Item, ws int) {
 		if it.Arrow {
 			p.tok(end, "=>", 1)
 		}
-		p.targets(it.Targets, 1)
+		p.targets(it.Targets, 1, p.ind+indentWidth, 0)
 	case *ast.Cond:
 		p.ident(it.Key, ws)
 		p.expr(it.Expr, 1)
@@ -508,11 +539,18 @@ func (u ruleUnits) print(p *printer, i, ws int) {
 		end = p.tokAt(r.Start, "else", ws)
 	} else {
 		p.tokAt(r.Start, "when", ws)
-		p.expr(r.Cond, 1)
+		tail := len(" =>")
+		if len(r.Targets) > 0 {
+			tail += 1 + len(r.Targets[0].Name)
+		}
+		if len(r.Targets) > 1 {
+			tail++ // ","
+		}
+		p.exprTail(r.Cond, 1, tail)
 		end = r.Cond.End
 	}
 	p.tok(end, "=>", 1)
-	p.targets(r.Targets, 1)
+	p.targets(r.Targets, 1, p.ind+indentWidth, 0)
 }
 func (u ruleUnits) label(i int) int     { return -1 }
 func (u ruleUnits) brackets(i int) bool { return false }

@@ -12,8 +12,9 @@ import (
 
 // Layout constants.
 const (
-	indentWidth = 2  // spaces per block level
-	maxWidth    = 80 // a construct written on one line stays on one line if it fits
+	indentWidth = 2   // spaces per block level
+	maxWidth    = 80  // a construct written on one line stays on one line if it fits
+	lineWidth   = 100 // lines are broken (after lists, && and ||) to fit here
 )
 
 // Whitespace requested before a token: a number of spaces (0, 1, 2, or more

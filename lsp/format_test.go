@@ -3,6 +3,7 @@ package lsp
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -14,7 +15,7 @@ import (
 // TestFormattingLikeFormatSource: for every example file, the edits of
 // textDocument/formatting, applied the way a client applies them, give
 // exactly format.Source's output (what `wfc fmt` writes); a formatted file
-// gets no edits, and a file with syntax errors none either.
+// gets no edits, and a file with syntax errors an error response.
 func TestFormattingLikeFormatSource(t *testing.T) {
 	c := newTestClient(t, Options{}, nil)
 	c.initialize()
@@ -24,14 +25,18 @@ func TestFormattingLikeFormatSource(t *testing.T) {
 		uri := fmt.Sprintf("file:///fmt/%d.wf", i)
 		c.open(uri, string(src))
 		var edits []protocol.TextEdit
-		c.mustCall("textDocument/formatting", map[string]any{"textDocument": map[string]any{"uri": uri}, "options": map[string]any{"tabSize": 2, "insertSpaces": true}}, &edits)
+		rerr := c.call("textDocument/formatting", map[string]any{"textDocument": map[string]any{"uri": uri}, "options": map[string]any{"tabSize": 2, "insertSpaces": true}}, &edits)
 		src = c.srv.docs.get(uri).latest().src() // JSON carries invalid UTF-8 as U+FFFD
 		want, _, err := format.Source(uri, src)
 		if err != nil {
 			refused++
-			if len(edits) != 0 {
-				t.Errorf("%s does not format (%v) but got edits %v", path, err, edits)
+			if rerr == nil || len(edits) != 0 {
+				t.Errorf("%s does not format (%v) but got edits %v and error %v", path, err, edits, rerr)
 			}
+			continue
+		}
+		if rerr != nil {
+			t.Errorf("%s: formatting: %v", path, rerr)
 			continue
 		}
 		formattedCount++
@@ -52,6 +57,28 @@ func TestFormattingLikeFormatSource(t *testing.T) {
 	}
 	if formattedCount < 20 || refused == 0 {
 		t.Errorf("formatted %d files, refused %d: the corpus should have both", formattedCount, refused)
+	}
+}
+
+// TestFormattingSyntaxErrorSaysWhy: formatting a document with syntax
+// errors changes nothing and answers with an error naming the first one
+// and its position (issue #20: it used to answer nothing at all).
+func TestFormattingSyntaxErrorSaysWhy(t *testing.T) {
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := "file:///fmt/broken.wf"
+	c.open(uri, "workflow w {\n  task a { { }\n  task b { run \"noop\" } }\n}\n")
+	var edits []protocol.TextEdit
+	rerr := c.call("textDocument/formatting", map[string]any{"textDocument": map[string]any{"uri": uri}, "options": map[string]any{"tabSize": 2, "insertSpaces": true}}, &edits)
+	if rerr == nil {
+		t.Fatalf("formatting a file with syntax errors: no error, edits %v", edits)
+	}
+	if rerr.Code != codeRequestFailed || !strings.HasPrefix(rerr.Message, "cannot format: the file has syntax errors: ") ||
+		!strings.Contains(rerr.Message, ":2:10: error[WF0001]") {
+		t.Errorf("error %d %q: want RequestFailed naming the syntax error at 2:10", rerr.Code, rerr.Message)
+	}
+	if got := string(c.srv.docs.get(uri).latest().src()); !strings.Contains(got, "task a { { }") {
+		t.Errorf("document changed: %q", got)
 	}
 }
 

@@ -23,7 +23,8 @@ walked for *.wf files.
 With files and no flag, the formatted text goes to standard output, as
 gofmt does. -l lists the files whose formatting differs, -w rewrites them in
 place (through a temporary file, so a failure leaves the original intact),
--d prints a unified diff, and --check exits 1 when any file would change.
+-d prints a unified diff, and --check lists the files that would change, one
+a line, and exits 1 when there is any.
 
 A file with syntax errors is never rewritten: its diagnostics are printed
 and the exit code is 2. SIGINT or SIGTERM stops fmt at once (a file being
@@ -34,7 +35,7 @@ func runFmt(ctx context.Context, env *Env, args []string) int {
 	list := fs.Bool("l", false, "list files whose formatting differs")
 	write := fs.Bool("w", false, "rewrite files in place")
 	diff := fs.Bool("d", false, "print a unified diff of the changes")
-	check := fs.Bool("check", false, "exit 1 if any file is not formatted")
+	check := fs.Bool("check", false, "list the files that are not formatted and exit 1 if any")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
 		return code
@@ -80,7 +81,7 @@ func runFmt(ctx context.Context, env *Env, args []string) int {
 		if *check && exit == exitOK {
 			exit = exitFailed
 		}
-		if *list {
+		if *list || *check {
 			fmt.Fprintln(env.Stdout, name)
 		}
 		if *diff {

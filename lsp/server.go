@@ -79,6 +79,7 @@ type server struct {
 	closed atomic.Bool
 
 	hierarchicalSymbols bool
+	watchFiles          bool // the client can register a file watcher (workspace.go)
 	clientPID           atomic.Int64
 }
 
@@ -294,6 +295,9 @@ func (s *server) initialize(raw json.RawMessage) any {
 	} else {
 		s.hierarchicalSymbols = false
 	}
+	if ws := p.Capabilities.Workspace; ws != nil && ws.DidChangeWatchedFiles != nil && ws.DidChangeWatchedFiles.DynamicRegistration != nil {
+		s.watchFiles = *ws.DidChangeWatchedFiles.DynamicRegistration
+	}
 	if p.ClientInfo != nil {
 		s.log.Info("client", "name", p.ClientInfo.Name)
 	}
@@ -304,7 +308,8 @@ func (s *server) initialize(raw json.RawMessage) any {
 	syncKind := protocol.TextDocumentSyncKindIncremental
 	return protocol.InitializeResult{
 		Capabilities: protocol.ServerCapabilities{
-			TextDocumentSync: protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &syncKind},
+			// Save: a saved import re-checks the documents that import it.
+			TextDocumentSync: protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &syncKind, Save: protocol.SaveOptions{}},
 			CompletionProvider: &protocol.CompletionOptions{
 				TriggerCharacters: []string{".", "\"", " "},
 			},
@@ -329,14 +334,19 @@ func (s *server) initialize(raw json.RawMessage) any {
 // protocolHandler wires the LSP methods to the server's handlers.
 func (s *server) protocolHandler() *protocol.Handler {
 	return &protocol.Handler{
-		Initialized:   func(*glsp.Context, *protocol.InitializedParams) error { return nil },
+		Initialized: func(*glsp.Context, *protocol.InitializedParams) error {
+			if s.watchFiles {
+				s.registerWatcher()
+			}
+			return nil
+		},
 		SetTrace:      func(*glsp.Context, *protocol.SetTraceParams) error { return nil },
 		CancelRequest: func(*glsp.Context, *protocol.CancelParams) error { return nil }, // requests run to completion; they are short
 		WorkspaceDidChangeConfiguration: func(*glsp.Context, *protocol.DidChangeConfigurationParams) error {
 			return nil
 		},
-		WorkspaceDidChangeWatchedFiles: func(*glsp.Context, *protocol.DidChangeWatchedFilesParams) error {
-			s.refresh("")
+		WorkspaceDidChangeWatchedFiles: func(_ *glsp.Context, p *protocol.DidChangeWatchedFilesParams) error {
+			s.filesChanged(p.Changes)
 			return nil
 		},
 
@@ -352,7 +362,7 @@ func (s *server) protocolHandler() *protocol.Handler {
 			return nil
 		},
 		TextDocumentDidSave: func(_ *glsp.Context, p *protocol.DidSaveTextDocumentParams) error {
-			s.refresh(p.TextDocument.URI)
+			s.recheckDependants(p.TextDocument.URI)
 			return nil
 		},
 

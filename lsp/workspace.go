@@ -1,0 +1,234 @@
+package lsp
+
+import (
+	"encoding/json"
+	"path/filepath"
+
+	protocol "github.com/tliron/glsp/protocol_3_16"
+
+	"github.com/wfc-lang/wfc/lang/ast"
+	"github.com/wfc-lang/wfc/lang/diag"
+)
+
+// The workspace: how open documents relate to the files they import or run
+// as child flows. The server keeps no index of its own that could go stale:
+// a document's dependencies are read, when needed, from its latest syntax
+// tree (the import and uses paths it names, whether they exist or not) and
+// from the files its latest compilation read (res.Files: imports of
+// imports, children's imports).
+
+// isLibrary reports whether f is a library: a file with handler
+// declarations or imports and no workflow, meant to be imported. The
+// language (§3.3) requires a workflow in a file that is compiled on its
+// own, so `wfc check lib.wf` reports WF0009; in the editor a library is
+// opened to be edited, and "no workflow declared" on it is noise.
+func isLibrary(f *ast.File) bool {
+	if f == nil {
+		return false
+	}
+	lib := false
+	for _, it := range f.Items {
+		switch it.(type) {
+		case *ast.Workflow:
+			return false
+		case *ast.Handler, *ast.Import:
+			lib = true
+		}
+	}
+	return lib
+}
+
+// suppressed reports whether the diagnostic d is not shown in the editor
+// for a file with syntax tree f.
+func suppressed(f *ast.File, d diag.Diagnostic) bool {
+	return d.Code == diag.NoWorkflow && isLibrary(f)
+}
+
+// A fileRef is a path string of a document that names another file: the
+// path of an `import` or of a flow's `uses`.
+type fileRef struct {
+	str  *ast.String
+	path string // resolved against the document's directory
+	uses bool
+}
+
+// fileRefs lists the import and uses paths of f, a file named name.
+// Templates are not paths (the compiler refuses them).
+func fileRefs(name string, f *ast.File) []fileRef {
+	if f == nil {
+		return nil
+	}
+	var out []fileRef
+	add := func(s *ast.String, uses bool) {
+		if s == nil || s.Template != nil || s.Value == "" {
+			return
+		}
+		out = append(out, fileRef{str: s, path: resolvePath(name, s.Value), uses: uses})
+	}
+	for _, it := range f.Items {
+		switch it := it.(type) {
+		case *ast.Import:
+			add(it.Path, false)
+		case *ast.Workflow:
+			for _, wi := range it.Items {
+				n, ok := wi.(*ast.NodeDecl)
+				if !ok || n.Kind == nil || n.Kind.Name != "flow" {
+					continue
+				}
+				for _, ni := range n.Items {
+					if st, ok := ni.(*ast.Setting); ok && st.Key != nil && st.Key.Name == "uses" && st.Value != nil && st.Value.Str != nil {
+						add(st.Value.Str, true)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// resolvePath resolves path as the compiler does: relative to the directory
+// of the file from (compiler.Config.resolve).
+func resolvePath(from, path string) string {
+	if filepath.IsAbs(path) || from == "" || from == "-" {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(filepath.Dir(from), path)
+}
+
+// dependsOn reports whether document d reads the file at path (clean): its
+// latest text names it, or its latest finished compilation read it (an
+// import of an import, a child flow's import).
+func (d *document) dependsOn(path string) bool {
+	d.mu.Lock()
+	snap, old, closed := d.snap, d.compiled, d.closed
+	d.mu.Unlock()
+	if snap == nil || closed || filepath.Clean(snap.name) == path {
+		return false
+	}
+	for _, r := range fileRefs(snap.name, snap.ast()) {
+		if r.path == path {
+			return true
+		}
+	}
+	if old != nil {
+		for name := range old.result().Files {
+			if filepath.Clean(name) == path {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// openDocs returns the open documents.
+func (s *server) openDocs() []*document {
+	s.docs.mu.Lock()
+	defer s.docs.mu.Unlock()
+	out := make([]*document, 0, len(s.docs.docs))
+	for _, d := range s.docs.docs {
+		out = append(out, d)
+	}
+	return out
+}
+
+// recheck compiles the latest text of each document again (a new snapshot
+// of the same text and version) and publishes its diagnostics: a file it
+// reads has changed.
+func (s *server) recheck(docs []*document) {
+	for _, d := range docs {
+		d.mu.Lock()
+		old := d.snap
+		if old == nil || d.closed {
+			d.mu.Unlock()
+			continue
+		}
+		d.snap = newSnapshot(old.uri, old.version, s.docs.nextSeq(), old.src(), s.compilerConfig(), s.log)
+		d.mu.Unlock()
+		s.schedule(d, s.opts.Debounce)
+	}
+}
+
+// recheckDependants re-checks the open documents, other than the one at
+// uri, that read the file at uri: its text in the editor (or on disk, after
+// it was closed) is what they compile against.
+func (s *server) recheckDependants(uri string) {
+	path := filepath.Clean(uriToPath(uri))
+	var deps []*document
+	for _, d := range s.openDocs() {
+		if d.uri != uri && d.dependsOn(path) {
+			deps = append(deps, d)
+		}
+	}
+	if len(deps) > 0 {
+		s.log.Debug("re-checking dependants", "uri", uri, "count", len(deps))
+		s.recheck(deps)
+	}
+}
+
+// filesChanged handles workspace/didChangeWatchedFiles: files changed on
+// disk. Open documents that read one of them are re-checked; when a file
+// was created or deleted, so are those with an import or flow that could
+// not be read (it may be one an import of an import names).
+func (s *server) filesChanged(events []protocol.FileEvent) {
+	var deps []*document
+	seen := map[*document]bool{}
+	for _, d := range s.openDocs() {
+		for _, e := range events {
+			path := filepath.Clean(uriToPath(e.URI))
+			if d.dependsOn(path) || e.Type != protocol.FileChangeTypeChanged && d.importFailed() {
+				if !seen[d] {
+					seen[d] = true
+					deps = append(deps, d)
+				}
+				break
+			}
+		}
+	}
+	s.recheck(deps)
+}
+
+// importFailed reports whether the latest compiled snapshot of d has an
+// import or child flow that could not be read or compiled (WF1011).
+func (d *document) importFailed() bool {
+	d.mu.Lock()
+	old := d.compiled
+	d.mu.Unlock()
+	if old == nil {
+		return true
+	}
+	for _, dg := range old.result().Diags {
+		if dg.Code == diag.ImportError {
+			return true
+		}
+	}
+	return false
+}
+
+// watchID is the id of the server's client/registerCapability request, and
+// of the registration it asks for.
+const watchID = "wfc-watch-wf-files"
+
+// registerWatcher asks the client to watch **/*.wf on disk and send
+// workspace/didChangeWatchedFiles, so that a file changed outside the
+// editor (git checkout, another editor) re-checks the documents that import
+// it. The client's answer is not waited for: the server reads responses
+// and drops them.
+func (s *server) registerWatcher() {
+	kind := protocol.WatchKindCreate | protocol.WatchKindChange | protocol.WatchKindDelete
+	params := protocol.RegistrationParams{Registrations: []protocol.Registration{{
+		ID:     watchID,
+		Method: string(protocol.MethodWorkspaceDidChangeWatchedFiles),
+		RegisterOptions: protocol.DidChangeWatchedFilesRegistrationOptions{
+			Watchers: []protocol.FileSystemWatcher{{GlobPattern: "**/*.wf", Kind: &kind}},
+		},
+	}}}
+	msg := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  any             `json:"params"`
+	}{"2.0", json.RawMessage(`"` + watchID + `"`), string(protocol.ServerClientRegisterCapability), params}
+	if err := s.out.write(msg); err != nil {
+		s.log.Debug("cannot register the file watcher", "err", err)
+	}
+}

@@ -1,0 +1,215 @@
+package lsp
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	protocol "github.com/tliron/glsp/protocol_3_16"
+)
+
+// waitDiags waits for a publish of uri whose diagnostics satisfy ok, and
+// returns them.
+func (c *testClient) waitDiags(uri string, ok func([]testDiagnostic) bool) []testDiagnostic {
+	c.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		c.mu.Lock()
+		pubs := c.pubs[uri]
+		ch := c.changed
+		c.mu.Unlock()
+		if n := len(pubs); n > 0 && ok(pubs[n-1].Diagnostics) {
+			return pubs[n-1].Diagnostics
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			var last []testDiagnostic
+			if n := len(pubs); n > 0 {
+				last = pubs[n-1].Diagnostics
+			}
+			c.t.Fatalf("no fitting diagnostics for %s (got %d publishes, last %+v)", uri, len(pubs), last)
+			return nil
+		}
+	}
+}
+
+func hasCode(code string) func([]testDiagnostic) bool {
+	return func(ds []testDiagnostic) bool {
+		for _, d := range ds {
+			if d.Code == code {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func noDiags(ds []testDiagnostic) bool { return len(ds) == 0 }
+
+// project writes files into a new directory and returns it.
+func project(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+const (
+	libSrc  = "handler \"svc\" {\n  config { x: int }\n  output { v: int }\n}\n"
+	mainSrc = "import \"lib.wf\"\nworkflow w {\n  task a { run \"svc\"  with { x = 1 } }\n}\n"
+)
+
+// A file with handlers and no workflow is a library: the editor shows no
+// WF0009 for it (an empty file still gets one).
+func TestWorkspaceLibraryNoWorkflowDiagnostic(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	lib := pathToURI(filepath.Join(dir, "lib.wf"))
+	c.open(lib, libSrc)
+	if ds := c.diagnostics(lib, 1); len(ds) != 0 {
+		t.Errorf("library diagnostics = %+v, want none", ds)
+	}
+	only := pathToURI(filepath.Join(dir, "imports.wf"))
+	c.open(only, "import \"lib.wf\"\n")
+	if ds := c.diagnostics(only, 1); len(ds) != 0 {
+		t.Errorf("imports-only library diagnostics = %+v, want none", ds)
+	}
+	empty := pathToURI(filepath.Join(dir, "empty.wf"))
+	c.open(empty, "// nothing\n")
+	if ds := c.diagnostics(empty, 1); !hasCode("WF0009")(ds) {
+		t.Errorf("empty file diagnostics = %+v, want WF0009", ds)
+	}
+	// A library's own errors are still reported.
+	bad := pathToURI(filepath.Join(dir, "bad.wf"))
+	c.open(bad, "handler \"h\" { config { x: nosuchtype } }\n")
+	if ds := c.diagnostics(bad, 1); len(ds) == 0 || hasCode("WF0009")(ds) {
+		t.Errorf("bad library diagnostics = %+v, want its type error only", ds)
+	}
+}
+
+// Editing an imported file that is open re-checks the open files that
+// import it, against the edited (unsaved) text; closing it re-checks them
+// against the disk.
+func TestWorkspaceRecheckImporters(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc, "main.wf": mainSrc})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	lib, main := pathToURI(filepath.Join(dir, "lib.wf")), pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, mainSrc)
+	if ds := c.diagnostics(main, 1); len(ds) != 0 {
+		t.Fatalf("main diagnostics = %+v, want none", ds)
+	}
+	c.open(lib, libSrc)
+	c.diagnostics(lib, 1)
+	// The handler's config changes type: main's `x = 1` is now wrong.
+	c.changeFull(lib, 2, strings.Replace(libSrc, "x: int", "x: string", 1))
+	c.waitDiags(main, hasCode("WF2006"))
+	c.changeFull(lib, 3, libSrc)
+	c.waitDiags(main, noDiags)
+	// Renamed in the editor: unknown handler in main.
+	c.changeFull(lib, 4, strings.Replace(libSrc, `"svc"`, `"svc2"`, 1))
+	c.waitDiags(main, hasCode("WF1003"))
+	// Closed without saving: main compiles against the disk again.
+	c.notify("textDocument/didClose", map[string]any{"textDocument": map[string]any{"uri": lib}})
+	c.waitDiags(main, noDiags)
+}
+
+// A transitive import counts: main imports mid, which imports lib.
+func TestWorkspaceRecheckTransitive(t *testing.T) {
+	mid := "import \"lib.wf\"\n"
+	dir := project(t, map[string]string{"lib.wf": libSrc, "mid.wf": mid, "main.wf": strings.Replace(mainSrc, "lib.wf", "mid.wf", 1)})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	lib, main := pathToURI(filepath.Join(dir, "lib.wf")), pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, strings.Replace(mainSrc, "lib.wf", "mid.wf", 1))
+	if ds := c.diagnostics(main, 1); len(ds) != 0 {
+		t.Fatalf("main diagnostics = %+v, want none", ds)
+	}
+	c.open(lib, libSrc)
+	c.changeFull(lib, 2, strings.Replace(libSrc, "x: int", "x: string", 1))
+	c.waitDiags(main, hasCode("WF2006"))
+}
+
+// The server asks for save notifications and, when the client can
+// register one, for a watcher of **/*.wf; a file changed on disk re-checks
+// the documents that read it.
+func TestWorkspaceWatchedFiles(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc, "main.wf": mainSrc})
+	c := newTestClient(t, Options{}, nil)
+	var raw json.RawMessage
+	c.mustCall("initialize", map[string]any{
+		"processId": nil, "rootUri": nil,
+		"capabilities": map[string]any{"workspace": map[string]any{"didChangeWatchedFiles": map[string]any{"dynamicRegistration": true}}},
+	}, &raw)
+	var init struct {
+		Capabilities struct {
+			TextDocumentSync struct {
+				Save json.RawMessage `json:"save"`
+			} `json:"textDocumentSync"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(raw, &init); err != nil {
+		t.Fatal(err)
+	}
+	if s := string(init.Capabilities.TextDocumentSync.Save); s == "" || s == "false" || s == "null" {
+		t.Errorf("textDocumentSync.save = %q, want save notifications", s)
+	}
+	c.notify("initialized", map[string]any{})
+	main := pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, mainSrc)
+	if ds := c.diagnostics(main, 1); len(ds) != 0 {
+		t.Fatalf("main diagnostics = %+v, want none", ds)
+	}
+	c.mu.Lock()
+	var reg *message
+	for i := range c.notes {
+		if c.notes[i].Method == "client/registerCapability" {
+			reg = &c.notes[i]
+		}
+	}
+	c.mu.Unlock()
+	if reg == nil || len(reg.ID) == 0 || !strings.Contains(string(reg.Params), `"workspace/didChangeWatchedFiles"`) || !strings.Contains(string(reg.Params), `**/*.wf`) {
+		t.Fatalf("no watcher registration request; got %+v", reg)
+	}
+	c.st.write(map[string]any{"jsonrpc": "2.0", "id": reg.ID, "result": nil}) // the client's answer is dropped
+
+	os.WriteFile(filepath.Join(dir, "lib.wf"), []byte(strings.Replace(libSrc, "x: int", "x: string", 1)), 0o644)
+	c.notify("workspace/didChangeWatchedFiles", map[string]any{"changes": []any{map[string]any{"uri": pathToURI(filepath.Join(dir, "lib.wf")), "type": protocol.FileChangeTypeChanged}}})
+	c.waitDiags(main, hasCode("WF2006"))
+	// A file the import needs appears: deleted, then created again.
+	os.Remove(filepath.Join(dir, "lib.wf"))
+	c.notify("workspace/didChangeWatchedFiles", map[string]any{"changes": []any{map[string]any{"uri": pathToURI(filepath.Join(dir, "lib.wf")), "type": protocol.FileChangeTypeDeleted}}})
+	c.waitDiags(main, hasCode("WF1011"))
+	os.WriteFile(filepath.Join(dir, "lib.wf"), []byte(libSrc), 0o644)
+	c.notify("workspace/didChangeWatchedFiles", map[string]any{"changes": []any{map[string]any{"uri": pathToURI(filepath.Join(dir, "lib.wf")), "type": protocol.FileChangeTypeCreated}}})
+	c.waitDiags(main, noDiags)
+}
+
+// Without dynamic registration the server sends no request.
+func TestWorkspaceNoWatcherWithoutDynamicRegistration(t *testing.T) {
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := "file:///x.wf"
+	c.open(uri, "workflow w { task a { run \"noop\" } }\n")
+	c.diagnostics(uri, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.notes {
+		if n.Method == "client/registerCapability" {
+			t.Errorf("registration sent to a client that cannot register: %s", n.Params)
+		}
+	}
+}

@@ -261,6 +261,9 @@ func (s *server) symbolUnder(uri protocol.DocumentUri, pos protocol.Position) (*
 // definition jumps from a use of a node, input, handler or output field to
 // its declaration.
 func (s *server) definition(p *protocol.DefinitionParams) (any, error) {
+	if locs, ok := s.pathDefinition(p.TextDocument.URI, p.Position); ok { // workspace.go
+		return locs, nil
+	}
 	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
 		return nil, nil

@@ -311,7 +311,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			// Save: a saved import re-checks the documents that import it.
 			TextDocumentSync: protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &syncKind, Save: protocol.SaveOptions{}},
 			CompletionProvider: &protocol.CompletionOptions{
-				TriggerCharacters: []string{".", "\"", " "},
+				TriggerCharacters: []string{".", "\"", " ", "/"}, // "/": paths of import and uses
 			},
 			HoverProvider:              true,
 			DefinitionProvider:         true,
@@ -322,6 +322,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			RenameProvider:             protocol.RenameOptions{PrepareProvider: &yes},
 			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix}},
 			FoldingRangeProvider:       true,
+			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
 			SemanticTokensProvider: protocol.SemanticTokensOptions{
 				Legend: protocol.SemanticTokensLegend{TokenTypes: tokenTypeNames(), TokenModifiers: tokenModifierNames()},
 				Full:   true,
@@ -401,6 +402,9 @@ func (s *server) protocolHandler() *protocol.Handler {
 		},
 		TextDocumentFoldingRange: func(_ *glsp.Context, p *protocol.FoldingRangeParams) ([]protocol.FoldingRange, error) {
 			return s.foldingRanges(p)
+		},
+		TextDocumentDocumentLink: func(_ *glsp.Context, p *protocol.DocumentLinkParams) ([]protocol.DocumentLink, error) {
+			return s.documentLinks(p)
 		},
 	}
 }

@@ -1,13 +1,19 @@
 package lsp
 
 import (
+	"bytes"
 	"encoding/json"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 
 	"github.com/wfc-lang/wfc/lang/ast"
 	"github.com/wfc-lang/wfc/lang/diag"
+	"github.com/wfc-lang/wfc/lang/source"
 )
 
 // The workspace: how open documents relate to the files they import or run
@@ -231,4 +237,121 @@ func (s *server) registerWatcher() {
 	if err := s.out.write(msg); err != nil {
 		s.log.Debug("cannot register the file watcher", "err", err)
 	}
+}
+
+// pathRange is the range of a path string without its quotes.
+func pathRange(str *ast.String) source.Range {
+	r := str.Range
+	if strings.HasPrefix(str.Raw, `"`) && r.Len() > 0 {
+		r.Start++
+		if len(str.Raw) >= 2 && strings.HasSuffix(str.Raw, `"`) {
+			r.End--
+		}
+	}
+	return r
+}
+
+// documentLinks links the path of each import and flow `uses` to its file.
+// A document that is not a file (untitled:) has no directory to resolve
+// them against, and no links.
+func (s *server) documentLinks(p *protocol.DocumentLinkParams) ([]protocol.DocumentLink, error) {
+	snap := s.snapshotFor(p.TextDocument.URI)
+	if snap == nil || !filepath.IsAbs(snap.name) {
+		return nil, nil
+	}
+	out := []protocol.DocumentLink{}
+	for _, r := range fileRefs(snap.name, snap.ast()) {
+		target := pathToURI(r.path)
+		tip := "import " + r.str.Value
+		if r.uses {
+			tip = "child workflow " + r.str.Value
+		}
+		out = append(out, protocol.DocumentLink{Range: snap.m.Range(pathRange(r.str)), Target: &target, Tooltip: &tip})
+	}
+	return out, nil
+}
+
+// pathDefinition answers go to definition on the path of an import or a
+// flow's `uses`: the start of that file. ok is false elsewhere.
+func (s *server) pathDefinition(uri string, pos protocol.Position) ([]protocol.Location, bool) {
+	snap := s.snapshotFor(uri)
+	if snap == nil || !filepath.IsAbs(snap.name) {
+		return nil, false
+	}
+	off := snap.m.Offset(pos)
+	for _, r := range fileRefs(snap.name, snap.ast()) {
+		if r.str.Range.Contains(off) || r.str.Range.End == off {
+			return []protocol.Location{{URI: pathToURI(r.path)}}, true
+		}
+	}
+	return nil, false
+}
+
+// pathPrefix matches the text of a line up to the cursor when the cursor is
+// in the path string of an import or a flow's uses.
+var pathPrefix = regexp.MustCompile(`(?:^|[\s{;])(?:import|uses)\s+"([^"\\{}]*)$`)
+
+// maxPathItems bounds the directory entries path completion reads: a
+// directory of a million files must not stall the editor.
+const maxPathItems = 1000
+
+// pathCompletion completes the path of an import or a flow's uses: the
+// .wf files and the directories in the directory typed so far, relative to
+// the document. ok is false when the cursor is not in such a path.
+func pathCompletion(snap *snapshot, off int) (items []protocol.CompletionItem, ok bool) {
+	src := snap.src()
+	if off < 0 || off > len(src) {
+		return nil, false
+	}
+	ls := bytes.LastIndexByte(src[:off], '\n') + 1
+	m := pathPrefix.FindSubmatch(src[ls:off])
+	if m == nil {
+		return nil, false
+	}
+	items = []protocol.CompletionItem{}
+	if !filepath.IsAbs(snap.name) {
+		return items, true // untitled: no directory to look in
+	}
+	typed := string(m[1])
+	dirPart, prefix := "", typed
+	if k := strings.LastIndex(typed, "/"); k >= 0 {
+		dirPart, prefix = typed[:k+1], typed[k+1:]
+	}
+	dir := filepath.Dir(snap.name)
+	if dirPart != "" {
+		dir = resolvePath(snap.name, dirPart)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return items, true
+	}
+	entries, _ := f.ReadDir(maxPathItems)
+	f.Close()
+	replace := snap.m.Range(source.Range{Start: off - len(prefix), End: off})
+	self := filepath.Clean(snap.name)
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") && !strings.HasPrefix(prefix, ".") || !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				isDir = fi.IsDir()
+			}
+		}
+		kind, label, order := protocol.CompletionItemKindFile, name, "0"
+		switch {
+		case isDir:
+			kind, label, order = protocol.CompletionItemKindFolder, name+"/", "1"
+		case !strings.HasSuffix(name, ".wf") || filepath.Join(dir, name) == self:
+			continue
+		}
+		k, sortText := kind, order+label
+		items = append(items, protocol.CompletionItem{
+			Label: label, Kind: &k, SortText: &sortText,
+			TextEdit: protocol.TextEdit{Range: replace, NewText: label},
+		})
+	}
+	return items, true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,6 +211,84 @@ func TestWorkspaceNoWatcherWithoutDynamicRegistration(t *testing.T) {
 	for _, n := range c.notes {
 		if n.Method == "client/registerCapability" {
 			t.Errorf("registration sent to a client that cannot register: %s", n.Params)
+		}
+	}
+}
+
+const flowSrc = "import \"lib.wf\"\nworkflow w {\n  flow f { uses \"sub/child.wf\"  with { n = 1 } }\n}\n"
+const childSrc = "workflow c {\n  input { n: int, label?: string }\n  task t { run \"noop\" }\n}\n"
+
+// Import and uses paths are links to their files, and go to definition on
+// one opens the file.
+func TestWorkspaceDocumentLinks(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc, "sub/child.wf": childSrc, "main.wf": flowSrc})
+	c := newTestClient(t, Options{}, nil)
+	res := c.initialize()
+	if res.Capabilities.DocumentLinkProvider == nil {
+		t.Errorf("documentLinkProvider not advertised")
+	}
+	main := pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, flowSrc)
+	var links []protocol.DocumentLink
+	c.mustCall("textDocument/documentLink", map[string]any{"textDocument": map[string]any{"uri": main}}, &links)
+	want := map[string]string{
+		pathToURI(filepath.Join(dir, "lib.wf")):       fmtRange(protocol.Range{Start: pos(0, 8), End: pos(0, 14)}),
+		pathToURI(filepath.Join(dir, "sub/child.wf")): fmtRange(protocol.Range{Start: pos(2, 17), End: pos(2, 29)}),
+	}
+	if len(links) != len(want) {
+		t.Fatalf("links = %+v, want %v", links, want)
+	}
+	for _, l := range links {
+		if l.Target == nil || want[*l.Target] != fmtRange(l.Range) {
+			t.Errorf("link %v → %v; want %v", fmtRange(l.Range), l.Target, want)
+		}
+	}
+	locs := locations(t, c, "textDocument/definition", main, at(t, flowSrc, "child.wf", 0, 2), nil)
+	if len(locs) != 1 || locs[0].URI != pathToURI(filepath.Join(dir, "sub/child.wf")) {
+		t.Errorf("definition on a uses path = %+v", locs)
+	}
+	locs = locations(t, c, "textDocument/definition", main, at(t, flowSrc, "lib.wf", 0, 0), nil)
+	if len(locs) != 1 || locs[0].URI != pathToURI(filepath.Join(dir, "lib.wf")) {
+		t.Errorf("definition on an import path = %+v", locs)
+	}
+}
+
+// In the path of an import or a uses, completion offers the .wf files and
+// the directories of the directory typed so far.
+func TestWorkspacePathCompletion(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc, "notes.txt": "x", ".hidden.wf": "", "sub/child.wf": childSrc, "sub/other.wf": childSrc})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	cases := []struct {
+		src     string
+		trigger string
+		want    []string
+	}{
+		{"import \"|\"\n", "\"", []string{"lib.wf", "sub/"}},
+		{"import \"l|\n", "", []string{"lib.wf"}},
+		{"import \"sub/|\"\n", "/", []string{"child.wf", "other.wf"}},
+		{"import \"sub/ch|\"\n", "", []string{"child.wf"}},
+		{"workflow w {\n  flow f { uses \"sub/|\" }\n}\n", "/", []string{"child.wf", "other.wf"}},
+		{"workflow w {\n  flow f {\n    uses \"|\"\n  }\n}\n", "\"", []string{"lib.wf", "sub/"}},
+		{"workflow w {\n  task a { run \"noop\"  when 4 /| }\n}\n", "/", nil},
+	}
+	for i, tc := range cases {
+		text, p := marked(t, tc.src)
+		uri := pathToURI(filepath.Join(dir, "m"+strings.Repeat("x", i)+".wf"))
+		c.open(uri, text)
+		params := tdp(uri, p)
+		if tc.trigger != "" {
+			params["context"] = map[string]any{"triggerKind": 2, "triggerCharacter": tc.trigger}
+		}
+		var list protocol.CompletionList
+		c.mustCall("textDocument/completion", params, &list)
+		var got []string
+		for _, it := range list.Items {
+			got = append(got, it.Label)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: completion = %v, want %v", tc.src, got, tc.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 
+	"github.com/wfc-lang/wfc/compiler"
 	"github.com/wfc-lang/wfc/lang/ast"
 	"github.com/wfc-lang/wfc/lang/diag"
 	"github.com/wfc-lang/wfc/lang/source"
@@ -354,4 +355,54 @@ func pathCompletion(snap *snapshot, off int) (items []protocol.CompletionItem, o
 		})
 	}
 	return items, true
+}
+
+// handlerRefsElsewhere extends the references of a handler beyond the
+// document: its declaration when another file declares it, and its uses in
+// the other open documents that see the same declaration (they import its
+// file, or are it). Files that are not open are not searched.
+func (s *server) handlerRefsElsewhere(snap *snapshot, res *compiler.Result, sym symbol, withDecl bool) []protocol.Location {
+	if sym.kind != compiler.RefHandler {
+		return nil
+	}
+	h := res.Info.Handlers[sym.name]
+	if h == nil || h.Decl == nil {
+		return nil // built in: every file may run it; not a cross-file name
+	}
+	declFile := h.File
+	if declFile == "" {
+		declFile = snap.name
+	}
+	declFile = filepath.Clean(declFile)
+	var out []protocol.Location
+	if withDecl && declFile != filepath.Clean(snap.name) {
+		if uri, m := locate(snap, res, h.File); m != nil {
+			out = append(out, protocol.Location{URI: uri, Range: m.Range(h.Decl.Name.Range)})
+		}
+	}
+	for _, d := range s.openDocs() {
+		if d.uri == snap.uri {
+			continue
+		}
+		d.mu.Lock()
+		other := d.compiled
+		d.mu.Unlock()
+		if other == nil {
+			continue
+		}
+		ores := other.result()
+		oh := ores.Info.Handlers[sym.name]
+		if oh == nil || oh.Decl == nil {
+			continue
+		}
+		if f := oh.File; f == "" && filepath.Clean(other.name) != declFile || f != "" && filepath.Clean(f) != declFile {
+			continue
+		}
+		for _, r := range ores.Info.Refs {
+			if r.Kind == compiler.RefHandler && r.Name == sym.name {
+				out = append(out, protocol.Location{URI: other.uri, Range: other.m.Range(r.Range)})
+			}
+		}
+	}
+	return out
 }

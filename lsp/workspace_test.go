@@ -292,3 +292,60 @@ func TestWorkspacePathCompletion(t *testing.T) {
 		}
 	}
 }
+
+// References of a handler declared in a library reach its declaration and
+// its uses in every open file that imports it.
+func TestWorkspaceHandlerReferences(t *testing.T) {
+	main2 := "import \"lib.wf\"\nworkflow v {\n  task a { run \"svc\"  with { x = 1 } }\n  task b { run \"svc\"  with { x = 2 } }\n}\n"
+	other := "handler \"svc\" { }\nworkflow o {\n  task a { run \"svc\" }\n}\n" // its own svc: not a reference
+	dir := project(t, map[string]string{"lib.wf": libSrc, "main.wf": mainSrc, "main2.wf": main2, "other.wf": other})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := func(n string) string { return pathToURI(filepath.Join(dir, n)) }
+	for n, src := range map[string]string{"lib.wf": libSrc, "main.wf": mainSrc, "main2.wf": main2, "other.wf": other} {
+		c.open(uri(n), src)
+		c.diagnostics(uri(n), 1)
+	}
+	str := func(locs []protocol.Location) []string {
+		var out []string
+		for _, l := range locs {
+			out = append(out, strings.TrimPrefix(l.URI, pathToURI(dir)+"/")+" "+fmtRange(l.Range))
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{"lib.wf 0:8-0:13", "main.wf 2:15-2:20", "main2.wf 2:15-2:20", "main2.wf 3:15-3:20"}
+	ctx := map[string]any{"context": map[string]any{"includeDeclaration": true}}
+	if got := str(locations(t, c, "textDocument/references", uri("lib.wf"), pos(0, 10), ctx)); !slices.Equal(got, want) {
+		t.Errorf("references from the declaration = %v, want %v", got, want)
+	}
+	if got := str(locations(t, c, "textDocument/references", uri("main.wf"), pos(2, 16), ctx)); !slices.Equal(got, want) {
+		t.Errorf("references from a use = %v, want %v", got, want)
+	}
+}
+
+// Go to definition into an open import uses its text in the editor, even
+// when it is not saved.
+func TestWorkspaceDefinitionUnsavedImport(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc, "main.wf": mainSrc})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	lib, main := pathToURI(filepath.Join(dir, "lib.wf")), pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, mainSrc)
+	c.diagnostics(main, 1)
+	c.open(lib, libSrc)
+	c.diagnostics(lib, 1)
+	c.changeFull(lib, 2, "// moved\n// down\n"+libSrc)
+	c.diagnostics(lib, 2)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		locs := locations(t, c, "textDocument/definition", main, at(t, mainSrc, `"svc"`, 0, 1), nil)
+		if len(locs) == 1 && locs[0].URI == lib && locs[0].Range.Start == pos(2, 8) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("definition = %+v, want %s at 2:8", locs, lib)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -323,6 +323,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix}},
 			FoldingRangeProvider:       true,
 			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
+			WorkspaceSymbolProvider:    true,
 			SemanticTokensProvider: protocol.SemanticTokensOptions{
 				Legend: protocol.SemanticTokensLegend{TokenTypes: tokenTypeNames(), TokenModifiers: tokenModifierNames()},
 				Full:   true,
@@ -402,6 +403,9 @@ func (s *server) protocolHandler() *protocol.Handler {
 		},
 		TextDocumentFoldingRange: func(_ *glsp.Context, p *protocol.FoldingRangeParams) ([]protocol.FoldingRange, error) {
 			return s.foldingRanges(p)
+		},
+		WorkspaceSymbol: func(_ *glsp.Context, p *protocol.WorkspaceSymbolParams) ([]protocol.SymbolInformation, error) {
+			return s.workspaceSymbols(p)
 		},
 		TextDocumentDocumentLink: func(_ *glsp.Context, p *protocol.DocumentLinkParams) ([]protocol.DocumentLink, error) {
 			return s.documentLinks(p)

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 
 	"github.com/wfc-lang/wfc/compiler"
+	"github.com/wfc-lang/wfc/lang"
 	"github.com/wfc-lang/wfc/lang/ast"
 	"github.com/wfc-lang/wfc/lang/diag"
 	"github.com/wfc-lang/wfc/lang/source"
@@ -405,4 +407,112 @@ func (s *server) handlerRefsElsewhere(snap *snapshot, res *compiler.Result, sym 
 		}
 	}
 	return out
+}
+
+// maxWorkspaceSymbols bounds an answer to workspace/symbol.
+const maxWorkspaceSymbols = 1000
+
+// workspaceSymbols lists the workflows, nodes and handlers of the open
+// documents and of the files they read (imports, child flows, and theirs)
+// whose names match the query (its letters in order, ignoring case).
+func (s *server) workspaceSymbols(p *protocol.WorkspaceSymbolParams) ([]protocol.SymbolInformation, error) {
+	query := strings.ToLower(p.Query)
+	out := []protocol.SymbolInformation{}
+	seen := map[string]bool{}
+	add := func(uri string, m *Mapper, f *ast.File) {
+		for _, si := range fileSymbols(uri, m, f) {
+			if len(out) < maxWorkspaceSymbols && fuzzyMatch(strings.ToLower(si.Name), query) {
+				out = append(out, si)
+			}
+		}
+	}
+	docs := s.openDocs()
+	var others []*source.File
+	for _, d := range docs {
+		snap := d.latest()
+		if snap == nil {
+			continue
+		}
+		seen[filepath.Clean(snap.name)] = true
+		add(snap.uri, snap.m, snap.ast())
+		d.mu.Lock()
+		old := d.compiled
+		d.mu.Unlock()
+		if old != nil {
+			for _, f := range old.result().Files {
+				others = append(others, f)
+			}
+		}
+	}
+	for _, f := range others {
+		name := filepath.Clean(f.Name)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		parsed, _ := lang.ParseFile(f)
+		add(pathToURI(f.Name), NewMapper(f), parsed)
+	}
+	slices.SortFunc(out, func(a, b protocol.SymbolInformation) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Location.URI, b.Location.URI)
+	})
+	return out, nil
+}
+
+// fileSymbols lists the workflow, its nodes and the handlers of a file.
+func fileSymbols(uri string, m *Mapper, f *ast.File) []protocol.SymbolInformation {
+	if f == nil {
+		return nil
+	}
+	var out []protocol.SymbolInformation
+	sym := func(name string, kind protocol.SymbolKind, r source.Range, container string) {
+		si := protocol.SymbolInformation{Name: name, Kind: kind, Location: protocol.Location{URI: uri, Range: m.Range(r)}}
+		if container != "" {
+			si.ContainerName = &container
+		}
+		out = append(out, si)
+	}
+	handler := func(h *ast.Handler, container string) {
+		if h.Name != nil && h.Name.Value != "" {
+			sym(h.Name.Value, protocol.SymbolKindInterface, h.Name.Range, container)
+		}
+	}
+	for _, it := range f.Items {
+		switch it := it.(type) {
+		case *ast.Handler:
+			handler(it, "")
+		case *ast.Workflow:
+			if it.Name == nil {
+				continue
+			}
+			wf := it.Name.Name
+			sym(wf, protocol.SymbolKindModule, it.Name.Range, "")
+			for _, wi := range it.Items {
+				switch wi := wi.(type) {
+				case *ast.NodeDecl:
+					if wi.Name != nil && wi.Kind != nil {
+						sym(wi.Name.Name, nodeSymbolKind(wi.Kind.Name), wi.Name.Range, wf)
+					}
+				case *ast.Handler:
+					handler(wi, wf)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fuzzyMatch reports whether the letters of query appear in name in order.
+func fuzzyMatch(name, query string) bool {
+	for _, r := range query {
+		k := strings.IndexRune(name, r)
+		if k < 0 {
+			return false
+		}
+		name = name[k+len(string(r)):]
+	}
+	return true
 }

@@ -349,3 +349,32 @@ func TestWorkspaceDefinitionUnsavedImport(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Workspace symbols cover the open documents and the files they read.
+func TestWorkspaceSymbols(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc, "sub/child.wf": childSrc, "main.wf": flowSrc})
+	c := newTestClient(t, Options{}, nil)
+	res := c.initialize()
+	if res.Capabilities.WorkspaceSymbolProvider != true {
+		t.Errorf("workspaceSymbolProvider = %v", res.Capabilities.WorkspaceSymbolProvider)
+	}
+	main := pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, flowSrc)
+	c.diagnostics(main, 1)
+	ask := func(q string) []string {
+		var syms []protocol.SymbolInformation
+		c.mustCall("workspace/symbol", map[string]any{"query": q}, &syms)
+		var out []string
+		for _, s := range syms {
+			out = append(out, s.Name+" "+strings.TrimPrefix(s.Location.URI, pathToURI(dir)+"/")+" "+fmtRange(s.Location.Range))
+		}
+		return out
+	}
+	want := []string{"c sub/child.wf 0:9-0:10", "f main.wf 2:7-2:8", "svc lib.wf 0:8-0:13", "t sub/child.wf 2:7-2:8", "w main.wf 1:9-1:10"}
+	if got := ask(""); !slices.Equal(got, want) {
+		t.Errorf("all symbols = %v, want %v", got, want)
+	}
+	if got := ask("SV"); !slices.Equal(got, want[2:3]) {
+		t.Errorf("symbols for SV = %v, want %v", got, want[2:3])
+	}
+}

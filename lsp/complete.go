@@ -560,6 +560,8 @@ func (c *cursor) completeConfigFields() {
 		handler = c.finallyHandler()
 	} else if ni := c.info.Nodes[id]; ni != nil && ni.Handler != "" {
 		handler = ni.Handler
+	} else if c.completeChildInputs(id) { // workspace.go
+		return
 	} else {
 		handler = c.runSetting()
 	}

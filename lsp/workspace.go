@@ -516,3 +516,35 @@ func fuzzyMatch(name, query string) bool {
 	}
 	return true
 }
+
+// completeChildInputs offers, in the with block of a flow node, the inputs
+// of its child workflow not set yet (compiler.NodeInfo.ChildInputs, from
+// the latest compilation). It reports whether the node is a flow: its with
+// block sets inputs, not a handler's config.
+func (c *cursor) completeChildInputs(id string) bool {
+	if kind, _ := c.nodeScope(); kind != "flow" {
+		return false
+	}
+	ni := c.info.Nodes[id]
+	if ni == nil || ni.Kind != "flow" || ni.ChildInputs == nil {
+		return true // the child does not compile (yet): nothing known
+	}
+	set := map[string]bool{}
+	fr := c.frames[len(c.frames)-1]
+	for i := fr.start; i+1 < len(c.toks); i++ {
+		if c.toks[i].kind == lWord && c.toks[i+1].text == "=" {
+			set[c.toks[i].text] = true
+		}
+	}
+	for _, f := range ni.ChildInputs.Fields {
+		if set[f.Name] {
+			continue
+		}
+		detail := "required " + f.Type.String()
+		if f.Optional {
+			detail = "optional " + f.Type.String()
+		}
+		c.add(f.Name, protocol.CompletionItemKindField, detail, "input of the child workflow of flow `"+id+"`", "0")
+	}
+	return true
+}

@@ -378,3 +378,34 @@ func TestWorkspaceSymbols(t *testing.T) {
 		t.Errorf("symbols for SV = %v, want %v", got, want[2:3])
 	}
 }
+
+// In a flow's with block, completion offers the child workflow's inputs.
+func TestWorkspaceFlowWithCompletesChildInputs(t *testing.T) {
+	dir := project(t, map[string]string{"sub/child.wf": childSrc})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	cases := []struct {
+		src  string
+		want []string
+	}{
+		{"workflow w {\n  flow f { uses \"sub/child.wf\"  with { | } }\n}\n", []string{"label", "n"}},
+		{"workflow w {\n  flow f { uses \"sub/child.wf\"  with { n = 1  | } }\n}\n", []string{"label"}},
+		{"workflow w {\n  flow f {\n    uses \"sub/child.wf\"\n    with {\n      label = \"x\"\n      |\n    }\n  }\n}\n", []string{"n"}},
+	}
+	for i, tc := range cases {
+		text, p := marked(t, tc.src)
+		uri := pathToURI(filepath.Join(dir, "f"+strings.Repeat("x", i)+".wf"))
+		c.open(uri, text)
+		c.diagnostics(uri, 1)
+		var list protocol.CompletionList
+		c.mustCall("textDocument/completion", tdp(uri, p), &list)
+		var got []string
+		for _, it := range list.Items {
+			got = append(got, it.Label)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: completion = %v, want %v", tc.src, got, tc.want)
+		}
+	}
+}

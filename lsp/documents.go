@@ -229,8 +229,17 @@ func (s *server) publish(d *document) {
 	if snap == nil || s.stopping() {
 		return
 	}
+	// At most compileSlots compilations at once: a change to a file that
+	// many open documents import re-checks them all, and as many
+	// compilations in parallel would leave requests no CPU to run on.
+	s.compileSlots <- struct{}{}
+	if d.latest() != snap && !snap.compiled() {
+		<-s.compileSlots
+		return // superseded while waiting: the newer snapshot's timer publishes
+	}
 	start := time.Now()
 	res := snap.result()
+	<-s.compileSlots
 	d.noteCompiled(snap)
 	diags := toProtocolDiagnostics(snap, res)
 

@@ -79,7 +79,8 @@ type server struct {
 	closed atomic.Bool
 
 	hierarchicalSymbols bool
-	watchFiles          bool // the client can register a file watcher (workspace.go)
+	watchFiles          bool          // the client can register a file watcher (workspace.go)
+	compileSlots        chan struct{} // bounds the diagnostics compilations running at once
 	clientPID           atomic.Int64
 }
 
@@ -93,7 +94,8 @@ func newServer(opts Options) *server {
 	case opts.Debounce < 0:
 		opts.Debounce = 0
 	}
-	s := &server{opts: opts, log: opts.Logger, docs: newStore(), hierarchicalSymbols: true}
+	s := &server{opts: opts, log: opts.Logger, docs: newStore(), hierarchicalSymbols: true,
+		compileSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))}
 	s.handler = s.protocolHandler()
 	if opts.ClientProcessID > 0 {
 		s.clientPID.Store(int64(opts.ClientProcessID))

@@ -104,9 +104,12 @@ func resolvePath(from, path string) string {
 	return filepath.Join(filepath.Dir(from), path)
 }
 
-// dependsOn reports whether document d reads the file at path (clean): its
-// latest text names it, or its latest finished compilation read it (an
-// import of an import, a child flow's import).
+// dependsOn reports whether document d reads the file at path (clean):
+// its last compilation did (an import, an import of an import, a child
+// flow, its imports) or named it without reading it (it did not exist).
+// A newer text, not compiled yet, counts when it contains the file's base
+// name: a cheap test, run on every keystroke for every open document,
+// that errs only on the side of an extra re-check.
 func (d *document) dependsOn(path string) bool {
 	d.mu.Lock()
 	snap, old, closed := d.snap, d.compiled, d.closed
@@ -114,19 +117,26 @@ func (d *document) dependsOn(path string) bool {
 	if snap == nil || closed || filepath.Clean(snap.name) == path {
 		return false
 	}
-	for _, r := range fileRefs(snap.name, snap.ast()) {
-		if r.path == path {
-			return true
-		}
+	if old != nil && old.deps()[path] {
+		return true
 	}
-	if old != nil {
-		for name := range old.result().Files {
-			if filepath.Clean(name) == path {
-				return true
-			}
+	return snap != old && bytes.Contains(snap.src(), []byte(filepath.Base(path)))
+}
+
+// deps returns the files a compiled snapshot reads or names (clean paths),
+// computed once.
+func (s *snapshot) deps() map[string]bool {
+	s.depsOnce.Do(func() {
+		res := s.result()
+		s.depSet = make(map[string]bool, len(res.Files)+4)
+		for _, r := range fileRefs(s.name, res.AST) {
+			s.depSet[r.path] = true
 		}
-	}
-	return false
+		for name := range res.Files {
+			s.depSet[filepath.Clean(name)] = true
+		}
+	})
+	return s.depSet
 }
 
 // openDocs returns the open documents.

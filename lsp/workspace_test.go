@@ -409,3 +409,19 @@ func TestWorkspaceFlowWithCompletesChildInputs(t *testing.T) {
 		}
 	}
 }
+
+// Editing a child workflow re-checks the open workflows that run it.
+func TestWorkspaceRecheckFlowParents(t *testing.T) {
+	parent := "workflow w {\n  flow f { uses \"sub/child.wf\"  with { n = 1 } }\n}\n"
+	dir := project(t, map[string]string{"sub/child.wf": childSrc, "main.wf": parent})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	child, main := pathToURI(filepath.Join(dir, "sub/child.wf")), pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, parent)
+	if ds := c.diagnostics(main, 1); len(ds) != 0 {
+		t.Fatalf("parent diagnostics = %+v, want none", ds)
+	}
+	c.open(child, childSrc)
+	c.changeFull(child, 2, strings.Replace(childSrc, "n: int", "n: string", 1))
+	c.waitDiags(main, hasCode("WF2006"))
+}

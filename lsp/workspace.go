@@ -187,23 +187,44 @@ func (s *server) recheckDependants(uri string) {
 // filesChanged handles workspace/didChangeWatchedFiles: files changed on
 // disk. Open documents that read one of them are re-checked; when a file
 // was created or deleted, so are those with an import or flow that could
-// not be read (it may be one an import of an import names).
+// not be read (it may be one an import of an import names). A checkout
+// changes thousands of files at once: each document is tested against the
+// set of them, not once per file.
 func (s *server) filesChanged(events []protocol.FileEvent) {
+	changed := make(map[string]bool, len(events))
+	created := false
+	for _, e := range events {
+		changed[filepath.Clean(uriToPath(e.URI))] = true
+		created = created || e.Type != protocol.FileChangeTypeChanged
+	}
 	var deps []*document
-	seen := map[*document]bool{}
 	for _, d := range s.openDocs() {
-		for _, e := range events {
-			path := filepath.Clean(uriToPath(e.URI))
-			if d.dependsOn(path) || e.Type != protocol.FileChangeTypeChanged && d.importFailed() {
-				if !seen[d] {
-					seen[d] = true
-					deps = append(deps, d)
-				}
-				break
-			}
+		if d.readsAny(changed) || created && d.importFailed() {
+			deps = append(deps, d)
 		}
 	}
 	s.recheck(deps)
+}
+
+// readsAny reports whether d reads one of the files in paths, like
+// dependsOn; a document whose latest text is not compiled yet counts (its
+// compilation is pending anyway).
+func (d *document) readsAny(paths map[string]bool) bool {
+	d.mu.Lock()
+	snap, old, closed := d.snap, d.compiled, d.closed
+	d.mu.Unlock()
+	if snap == nil || closed {
+		return false
+	}
+	if snap != old {
+		return true
+	}
+	for p := range old.deps() {
+		if paths[p] && p != filepath.Clean(snap.name) {
+			return true
+		}
+	}
+	return false
 }
 
 // importFailed reports whether the latest compiled snapshot of d has an

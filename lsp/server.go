@@ -81,6 +81,7 @@ type server struct {
 	hierarchicalSymbols bool
 	watchFiles          bool          // the client can register a file watcher (workspace.go)
 	compileSlots        chan struct{} // bounds the diagnostics compilations running at once
+	roots               []string      // workspace folders: where a handler rename looks for uses
 	clientPID           atomic.Int64
 }
 
@@ -297,6 +298,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 	} else {
 		s.hierarchicalSymbols = false
 	}
+	s.roots = rootsOf(&p)
 	if ws := p.Capabilities.Workspace; ws != nil && ws.DidChangeWatchedFiles != nil && ws.DidChangeWatchedFiles.DynamicRegistration != nil {
 		s.watchFiles = *ws.DidChangeWatchedFiles.DynamicRegistration
 	}
@@ -386,9 +388,15 @@ func (s *server) protocolHandler() *protocol.Handler {
 			return s.highlight(p)
 		},
 		TextDocumentPrepareRename: func(_ *glsp.Context, p *protocol.PrepareRenameParams) (any, error) {
+			if r, ok, err := s.prepareRenameHandler(p); ok { // rename_handler.go: across files
+				return r, err
+			}
 			return s.prepareRename(p)
 		},
 		TextDocumentRename: func(_ *glsp.Context, p *protocol.RenameParams) (*protocol.WorkspaceEdit, error) {
+			if r, ok, err := s.renameHandler(p); ok {
+				return r, err
+			}
 			return s.rename(p)
 		},
 		TextDocumentDocumentSymbol: func(_ *glsp.Context, p *protocol.DocumentSymbolParams) (any, error) {

@@ -425,3 +425,57 @@ func TestWorkspaceRecheckFlowParents(t *testing.T) {
 	c.changeFull(child, 2, strings.Replace(childSrc, "n: int", "n: string", 1))
 	c.waitDiags(main, hasCode("WF2006"))
 }
+
+// Renaming a handler renames its declaration and its uses in every file of
+// the workspace that sees that declaration, open or not.
+func TestWorkspaceRenameHandler(t *testing.T) {
+	main2 := "import \"lib.wf\"\nworkflow v {\n  task a { run \"svc\"  with { x = 1 } }\n}\n"
+	deep := "import \"../lib.wf\"\nworkflow d {\n  task a { run \"svc\"  with { x = 1 }  compensate { run \"svc\"  with { x = 2 } } }\n}\n"
+	other := "handler \"svc\" { }\nworkflow o {\n  task a { run \"svc\" }\n}\n" // its own svc
+	dir := project(t, map[string]string{"lib.wf": libSrc, "main.wf": mainSrc, "main2.wf": main2, "sub/deep.wf": deep, "other.wf": other, ".git/x.wf": deep})
+	c := newTestClient(t, Options{}, nil)
+	c.mustCall("initialize", map[string]any{"processId": nil, "rootUri": pathToURI(dir), "capabilities": map[string]any{}}, nil)
+	c.notify("initialized", map[string]any{})
+	main := pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, mainSrc)
+	c.diagnostics(main, 1)
+	use := at(t, mainSrc, `"svc"`, 0, 2)
+	var prep protocol.RangeWithPlaceholder
+	c.mustCall("textDocument/prepareRename", tdp(main, use), &prep)
+	if prep.Placeholder != "svc" || fmtRange(prep.Range) != "2:16-2:19" {
+		t.Errorf("prepareRename = %+v", prep)
+	}
+	var edit protocol.WorkspaceEdit
+	params := tdp(main, use)
+	params["newName"] = "svc.v2"
+	c.mustCall("textDocument/rename", params, &edit)
+	var got []string
+	for uri, edits := range edit.Changes {
+		for _, e := range edits {
+			got = append(got, strings.TrimPrefix(uri, pathToURI(dir)+"/")+" "+fmtRange(e.Range)+" "+e.NewText)
+		}
+	}
+	slices.Sort(got)
+	want := []string{
+		`lib.wf 0:8-0:13 "svc.v2"`,
+		`main.wf 2:15-2:20 "svc.v2"`,
+		`main2.wf 2:15-2:20 "svc.v2"`,
+		`sub/deep.wf 2:15-2:20 "svc.v2"`,
+		`sub/deep.wf 2:55-2:60 "svc.v2"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rename edits:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, bad := range []string{"noop", "", `a"b`} {
+		params["newName"] = bad
+		if err := c.call("textDocument/rename", params, nil); err == nil {
+			t.Errorf("rename to %q: no error", bad)
+		}
+	}
+	// A file that runs it and does not parse: refused.
+	os.WriteFile(filepath.Join(dir, "broken.wf"), []byte("import \"lib.wf\"\nworkflow b {\n  task a { run \"svc\" \n"), 0o644)
+	params["newName"] = "svc2"
+	if err := c.call("textDocument/rename", params, nil); err == nil || !strings.Contains(err.Message, "broken.wf") {
+		t.Errorf("rename with a broken file: %v", err)
+	}
+}

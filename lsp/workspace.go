@@ -361,7 +361,11 @@ func pathCompletion(snap *snapshot, off int) (items []protocol.CompletionItem, o
 	}
 	entries, _ := f.ReadDir(maxPathItems)
 	f.Close()
-	replace := snap.m.Range(source.Range{Start: off - len(prefix), End: off})
+	end := off // the rest of the name after the cursor is replaced too
+	for end < len(src) && !strings.ContainsRune("\"/\\\n{", rune(src[end])) {
+		end++
+	}
+	replace := snap.m.Range(source.Range{Start: off - len(prefix), End: end})
 	self := filepath.Clean(snap.name)
 	for _, e := range entries {
 		name := e.Name()

@@ -479,3 +479,24 @@ func TestWorkspaceRenameHandler(t *testing.T) {
 		t.Errorf("rename with a broken file: %v", err)
 	}
 }
+
+// Completing in the middle of a path replaces the whole file name.
+func TestWorkspacePathCompletionReplacesName(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc})
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	text, p := marked(t, "import \"li|b.w\"\n")
+	uri := pathToURI(filepath.Join(dir, "m.wf"))
+	c.open(uri, text)
+	var list protocol.CompletionList
+	c.mustCall("textDocument/completion", tdp(uri, p), &list)
+	if len(list.Items) != 1 {
+		t.Fatalf("items = %+v", list.Items)
+	}
+	raw, _ := json.Marshal(list.Items[0].TextEdit)
+	var te protocol.TextEdit
+	json.Unmarshal(raw, &te)
+	if te.NewText != "lib.wf" || fmtRange(te.Range) != "0:8-0:13" {
+		t.Errorf("edit = %s", raw)
+	}
+}

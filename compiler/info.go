@@ -55,6 +55,10 @@ type NodeInfo struct {
 	Sources []string
 	Loop    bool // a loop node: ID.iteration is readable
 	OnError bool // it has on_error: ID.error is readable on its error path
+	// ChildInputs is, for a flow node whose child compiles, the type its
+	// `with` is checked against: an object with a field per child input
+	// (optional when the input need not be set).
+	ChildInputs *ir.Type
 }
 
 // An InputInfo describes one workflow input.

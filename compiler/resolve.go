@@ -170,6 +170,9 @@ func (s *state) compileChild(n *node) {
 		return
 	}
 	n.child = res
+	if ni := s.info.Nodes[n.id]; ni != nil && res.IR != nil {
+		ni.ChildInputs = childConfig(res) // for the editor's completion in `with`
+	}
 }
 
 // childConfig is the "config" a flow node's with block is checked against:

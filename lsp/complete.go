@@ -34,6 +34,12 @@ func (s *server) completion(p *protocol.CompletionParams) (any, error) {
 	if p.Context != nil && p.Context.TriggerKind == protocol.CompletionTriggerKindTriggerCharacter && p.Context.TriggerCharacter != nil {
 		trigger = *p.Context.TriggerCharacter
 	}
+	if items, ok := pathCompletion(snap, off); ok || trigger == "/" { // workspace.go
+		if items == nil {
+			items = []protocol.CompletionItem{}
+		}
+		return protocol.CompletionList{Items: items}, nil
+	}
 	items := complete(snap, info, off, trigger)
 	return protocol.CompletionList{IsIncomplete: false, Items: items}, nil
 }
@@ -554,6 +560,8 @@ func (c *cursor) completeConfigFields() {
 		handler = c.finallyHandler()
 	} else if ni := c.info.Nodes[id]; ni != nil && ni.Handler != "" {
 		handler = ni.Handler
+	} else if c.completeChildInputs(id) { // workspace.go
+		return
 	} else {
 		handler = c.runSetting()
 	}

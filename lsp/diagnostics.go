@@ -14,11 +14,12 @@ const diagSource = "wfc"
 // toProtocolDiagnostics converts the compiler's diagnostics for snap's file:
 // the same list `wfc check` prints, with the hint appended to the message.
 // Diagnostics about other files (an import's own errors) are reported by the
-// compiler at the import, so those are skipped here.
+// compiler at the import, so those are skipped here, and so is WF0009 for a
+// library (isLibrary).
 func toProtocolDiagnostics(snap *snapshot, res *compiler.Result) []protocol.Diagnostic {
 	out := make([]protocol.Diagnostic, 0, len(res.Diags))
 	for _, d := range res.Diags {
-		if d.Span.File != snap.name && d.Span.File != "" {
+		if d.Span.File != snap.name && d.Span.File != "" || suppressed(res.AST, d) {
 			continue
 		}
 		out = append(out, toProtocolDiagnostic(snap, res, d))

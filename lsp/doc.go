@@ -12,6 +12,10 @@
 // text before the cursor, that text itself; names and types come from the
 // latest compiled snapshot, so typing never waits for a compilation.
 //
+// The workspace is the open documents and the files they read (workspace.go):
+// imports and child flows open in the editor are read from their latest
+// text, and a change to one re-checks the open documents that read it.
+//
 // Positions are byte offsets everywhere in wfc; Mapper converts them to the
 // protocol's UTF-16 positions and back at the edge.
 //

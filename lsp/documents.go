@@ -118,6 +118,8 @@ func (s *server) didOpen(uri string, version int32, text string) {
 	d.snap, d.closed = snap, false
 	d.mu.Unlock()
 	s.schedule(d, 0)
+	// Its importers now compile against the editor's text, not the disk's.
+	s.recheckDependants(uri)
 }
 
 func (s *server) didChange(uri string, version int32, changes []any) error {
@@ -140,6 +142,7 @@ func (s *server) didChange(uri string, version int32, changes []any) error {
 	d.snap = snap
 	d.mu.Unlock()
 	s.schedule(d, s.opts.Debounce)
+	s.recheckDependants(uri)
 	return nil
 }
 
@@ -161,27 +164,8 @@ func (s *server) didClose(uri string) {
 	d.pubMu.Lock()
 	s.notify(string(protocol.ServerTextDocumentPublishDiagnostics), protocol.PublishDiagnosticsParams{URI: uri, Diagnostics: []protocol.Diagnostic{}})
 	d.pubMu.Unlock()
-}
-
-// refresh recompiles every open document except the one at uri: a file
-// they import or run as a child flow may have changed (on disk, or saved
-// from the editor).
-func (s *server) refresh(except string) {
-	s.docs.mu.Lock()
-	var docs []*document
-	for uri, d := range s.docs.docs {
-		if uri != except {
-			docs = append(docs, d)
-		}
-	}
-	s.docs.mu.Unlock()
-	for _, d := range docs {
-		d.mu.Lock()
-		old := d.snap
-		d.snap = newSnapshot(old.uri, old.version, s.docs.nextSeq(), old.src(), s.compilerConfig(), s.log)
-		d.mu.Unlock()
-		s.schedule(d, s.opts.Debounce)
-	}
+	// Its importers now compile against the file on disk.
+	s.recheckDependants(uri)
 }
 
 // applyChanges applies the content changes of one didChange, in order, to
@@ -245,8 +229,17 @@ func (s *server) publish(d *document) {
 	if snap == nil || s.stopping() {
 		return
 	}
+	// At most compileSlots compilations at once: a change to a file that
+	// many open documents import re-checks them all, and as many
+	// compilations in parallel would leave requests no CPU to run on.
+	s.compileSlots <- struct{}{}
+	if d.latest() != snap && !snap.compiled() {
+		<-s.compileSlots
+		return // superseded while waiting: the newer snapshot's timer publishes
+	}
 	start := time.Now()
 	res := snap.result()
+	<-s.compileSlots
 	d.noteCompiled(snap)
 	diags := toProtocolDiagnostics(snap, res)
 

@@ -261,6 +261,9 @@ func (s *server) symbolUnder(uri protocol.DocumentUri, pos protocol.Position) (*
 // definition jumps from a use of a node, input, handler or output field to
 // its declaration.
 func (s *server) definition(p *protocol.DefinitionParams) (any, error) {
+	if locs, ok := s.pathDefinition(p.TextDocument.URI, p.Position); ok { // workspace.go
+		return locs, nil
+	}
 	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
 		return nil, nil
@@ -276,7 +279,8 @@ func (s *server) definition(p *protocol.DefinitionParams) (any, error) {
 	return []protocol.Location{{URI: uri, Range: m.Range(r)}}, nil
 }
 
-// references lists the uses of the symbol under the cursor in the document.
+// references lists the uses of the symbol under the cursor in the document
+// (and, for a handler, in the other open documents).
 func (s *server) references(p *protocol.ReferenceParams) ([]protocol.Location, error) {
 	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
@@ -286,6 +290,7 @@ func (s *server) references(p *protocol.ReferenceParams) ([]protocol.Location, e
 	for _, r := range symbolRefs(res, sym, p.Context.IncludeDeclaration) {
 		out = append(out, protocol.Location{URI: snap.uri, Range: snap.m.Range(r)})
 	}
+	out = append(out, s.handlerRefsElsewhere(snap, res, sym, p.Context.IncludeDeclaration)...) // workspace.go
 	return out, nil
 }
 

@@ -79,6 +79,9 @@ type server struct {
 	closed atomic.Bool
 
 	hierarchicalSymbols bool
+	watchFiles          bool          // the client can register a file watcher (workspace.go)
+	compileSlots        chan struct{} // bounds the diagnostics compilations running at once
+	roots               []string      // workspace folders: where a handler rename looks for uses
 	clientPID           atomic.Int64
 }
 
@@ -92,7 +95,8 @@ func newServer(opts Options) *server {
 	case opts.Debounce < 0:
 		opts.Debounce = 0
 	}
-	s := &server{opts: opts, log: opts.Logger, docs: newStore(), hierarchicalSymbols: true}
+	s := &server{opts: opts, log: opts.Logger, docs: newStore(), hierarchicalSymbols: true,
+		compileSlots: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))}
 	s.handler = s.protocolHandler()
 	if opts.ClientProcessID > 0 {
 		s.clientPID.Store(int64(opts.ClientProcessID))
@@ -294,6 +298,10 @@ func (s *server) initialize(raw json.RawMessage) any {
 	} else {
 		s.hierarchicalSymbols = false
 	}
+	s.roots = rootsOf(&p)
+	if ws := p.Capabilities.Workspace; ws != nil && ws.DidChangeWatchedFiles != nil && ws.DidChangeWatchedFiles.DynamicRegistration != nil {
+		s.watchFiles = *ws.DidChangeWatchedFiles.DynamicRegistration
+	}
 	if p.ClientInfo != nil {
 		s.log.Info("client", "name", p.ClientInfo.Name)
 	}
@@ -304,9 +312,10 @@ func (s *server) initialize(raw json.RawMessage) any {
 	syncKind := protocol.TextDocumentSyncKindIncremental
 	return protocol.InitializeResult{
 		Capabilities: protocol.ServerCapabilities{
-			TextDocumentSync: protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &syncKind},
+			// Save: a saved import re-checks the documents that import it.
+			TextDocumentSync: protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &syncKind, Save: protocol.SaveOptions{}},
 			CompletionProvider: &protocol.CompletionOptions{
-				TriggerCharacters: []string{".", "\"", " "},
+				TriggerCharacters: []string{".", "\"", " ", "/"}, // "/": paths of import and uses
 			},
 			HoverProvider:              true,
 			DefinitionProvider:         true,
@@ -317,6 +326,8 @@ func (s *server) initialize(raw json.RawMessage) any {
 			RenameProvider:             protocol.RenameOptions{PrepareProvider: &yes},
 			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix}},
 			FoldingRangeProvider:       true,
+			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
+			WorkspaceSymbolProvider:    true,
 			SemanticTokensProvider: protocol.SemanticTokensOptions{
 				Legend: protocol.SemanticTokensLegend{TokenTypes: tokenTypeNames(), TokenModifiers: tokenModifierNames()},
 				Full:   true,
@@ -329,14 +340,19 @@ func (s *server) initialize(raw json.RawMessage) any {
 // protocolHandler wires the LSP methods to the server's handlers.
 func (s *server) protocolHandler() *protocol.Handler {
 	return &protocol.Handler{
-		Initialized:   func(*glsp.Context, *protocol.InitializedParams) error { return nil },
+		Initialized: func(*glsp.Context, *protocol.InitializedParams) error {
+			if s.watchFiles {
+				s.registerWatcher()
+			}
+			return nil
+		},
 		SetTrace:      func(*glsp.Context, *protocol.SetTraceParams) error { return nil },
 		CancelRequest: func(*glsp.Context, *protocol.CancelParams) error { return nil }, // requests run to completion; they are short
 		WorkspaceDidChangeConfiguration: func(*glsp.Context, *protocol.DidChangeConfigurationParams) error {
 			return nil
 		},
-		WorkspaceDidChangeWatchedFiles: func(*glsp.Context, *protocol.DidChangeWatchedFilesParams) error {
-			s.refresh("")
+		WorkspaceDidChangeWatchedFiles: func(_ *glsp.Context, p *protocol.DidChangeWatchedFilesParams) error {
+			s.filesChanged(p.Changes)
 			return nil
 		},
 
@@ -352,7 +368,7 @@ func (s *server) protocolHandler() *protocol.Handler {
 			return nil
 		},
 		TextDocumentDidSave: func(_ *glsp.Context, p *protocol.DidSaveTextDocumentParams) error {
-			s.refresh(p.TextDocument.URI)
+			s.recheckDependants(p.TextDocument.URI)
 			return nil
 		},
 
@@ -372,9 +388,15 @@ func (s *server) protocolHandler() *protocol.Handler {
 			return s.highlight(p)
 		},
 		TextDocumentPrepareRename: func(_ *glsp.Context, p *protocol.PrepareRenameParams) (any, error) {
+			if r, ok, err := s.prepareRenameHandler(p); ok { // rename_handler.go: across files
+				return r, err
+			}
 			return s.prepareRename(p)
 		},
 		TextDocumentRename: func(_ *glsp.Context, p *protocol.RenameParams) (*protocol.WorkspaceEdit, error) {
+			if r, ok, err := s.renameHandler(p); ok {
+				return r, err
+			}
 			return s.rename(p)
 		},
 		TextDocumentDocumentSymbol: func(_ *glsp.Context, p *protocol.DocumentSymbolParams) (any, error) {
@@ -391,6 +413,12 @@ func (s *server) protocolHandler() *protocol.Handler {
 		},
 		TextDocumentFoldingRange: func(_ *glsp.Context, p *protocol.FoldingRangeParams) ([]protocol.FoldingRange, error) {
 			return s.foldingRanges(p)
+		},
+		WorkspaceSymbol: func(_ *glsp.Context, p *protocol.WorkspaceSymbolParams) ([]protocol.SymbolInformation, error) {
+			return s.workspaceSymbols(p)
+		},
+		TextDocumentDocumentLink: func(_ *glsp.Context, p *protocol.DocumentLinkParams) ([]protocol.DocumentLink, error) {
+			return s.documentLinks(p)
 		},
 	}
 }

@@ -39,6 +39,9 @@ type snapshot struct {
 	done        atomic.Bool // the compilation has finished
 	failure     string      // set when the compiler panicked
 	log         *slog.Logger
+
+	depsOnce sync.Once
+	depSet   map[string]bool // deps (workspace.go)
 }
 
 func newSnapshot(uri string, version int32, seq uint64, text []byte, cfg compiler.Config, log *slog.Logger) *snapshot {

@@ -66,6 +66,8 @@ type cursor struct {
 	// expression does not pop up a list at every space.
 	trigger string
 	allowed bool // the current context may answer the trigger
+
+	g *nodeGraph // built on first use (rank.go)
 }
 
 // A frame is an open bracket of the local text, or the container itself.
@@ -73,9 +75,10 @@ type frame struct {
 	head     string // "node", "workflow", "handler", "top", "retry", "loop", "compensate", "branch", "with", "wfoutput", "input", "config", "output", "type", "expr", "list", "unknown"
 	nodeKind string
 	nodeID   string
-	open     string // "{", "(", "[" or "" for the container
-	start    int    // index of the first token inside
-	boundary int    // index of the first token of the current item
+	after    []string // a node's `after` list, from its header tokens
+	open     string   // "{", "(", "[" or "" for the container
+	start    int      // index of the first token inside
+	boundary int      // index of the first token of the current item
 }
 
 func complete(snap *snapshot, info *compiler.Info, off int, trigger string) []protocol.CompletionItem {
@@ -275,7 +278,7 @@ func (c *cursor) run() {
 		case ".":
 			c.completeExpr()
 		case "=>":
-			c.completeNodeIDs(c.listed(tail))
+			c.completeNodeIDs(c.listed(tail), "")
 		case ",":
 			c.completeAfterComma(tail, fr)
 		case "=":
@@ -301,7 +304,7 @@ func (c *cursor) run() {
 		case enumValues[prev.text] != nil && isSettingKey(tail, len(tail)-1):
 			c.completeWords(enumValues[prev.text], protocol.CompletionItemKindEnumMember)
 		case targetKeys[prev.text] && isSettingKey(tail, len(tail)-1):
-			c.completeNodeIDs(nil)
+			c.completeNodeIDs(nil, targetKind(prev.text))
 		case (prev.text == "when" || prev.text == "while") && isSettingKey(tail, len(tail)-1):
 			c.completeExpr()
 		case prev.text == "in" && len(tail) >= 3 && tail[len(tail)-3].text == "for_each":
@@ -387,7 +390,7 @@ func (c *cursor) openBrace(i int) frame {
 	}
 	seg := c.toks[cur.boundary:i]
 	if len(seg) >= 2 && seg[0].kind == lWord && seg[1].kind == lWord && nodeKindWord(seg[0].text) {
-		return frame{head: "node", nodeKind: seg[0].text, nodeID: seg[1].text}
+		return frame{head: "node", nodeKind: seg[0].text, nodeID: seg[1].text, after: afterNames(seg)}
 	}
 	if len(seg) > 0 && seg[0].kind == lWord {
 		switch seg[0].text {
@@ -408,7 +411,7 @@ func (c *cursor) completeHeader(toks []ltok) {
 	prev := toks[len(toks)-1]
 	switch {
 	case prev.text == "after" || prev.text == ",":
-		c.completeNodeIDs(c.listed(toks))
+		c.completeNodeIDs(c.listed(toks), "after")
 	case prev.text == "join":
 		c.completeWords(enumValues["join"], protocol.CompletionItemKindEnumMember)
 	case len(toks) == 2:
@@ -443,7 +446,7 @@ func (c *cursor) completeAfterComma(tail []ltok, fr frame) {
 	if j >= 2 && tail[j-1].kind == lWord {
 		head := tail[j-2]
 		if head.text == "=>" || head.kind == lWord && targetKeys[head.text] {
-			c.completeNodeIDs(c.listed(tail))
+			c.completeNodeIDs(c.listed(tail), targetKind(head.text))
 			return
 		}
 	}
@@ -663,15 +666,13 @@ func (c *cursor) completeHandlers() {
 	}
 }
 
-func (c *cursor) completeNodeIDs(skip map[string]bool) {
-	c.allowed = c.trigger != "\""
-	_, self := c.nodeScope()
-	for _, id := range c.nodeIDs() {
-		if id == self || skip[id] {
-			continue
-		}
-		c.addNode(id, "0")
+// targetKind is the kind of node list a key starts, for completeNodeIDs.
+func targetKind(key string) string {
+	switch key {
+	case "after", "back_to":
+		return key
 	}
+	return ""
 }
 
 // nodeIDs lists the node ids in source order.
@@ -943,8 +944,9 @@ func (c *cursor) forEachElem() *ir.Type {
 
 // completeScope offers the names an expression may start with.
 func (c *cursor) completeScope() {
-	_, self := c.nodeScope()
-	if c.container != "top" && c.container != "handler" {
+	// (A workflow that does not parse yet is read from the top: its
+	// frames say the cursor is in it.)
+	if c.container != "top" && c.container != "handler" || c.inFrame("workflow") {
 		c.add("input", protocol.CompletionItemKindVariable, "the workflow's inputs", "", "0")
 		if c.inFrame("finally") {
 			c.add("run", protocol.CompletionItemKindVariable, "the ended run: id, workflow, status, error, started_at, ended_at, duration, failed_nodes", "", "0")
@@ -960,11 +962,7 @@ func (c *cursor) completeScope() {
 				c.add(fe.Index.Name, protocol.CompletionItemKindVariable, "int", "for_each index", "0")
 			}
 		}
-		for _, id := range c.nodeIDs() {
-			if id != self {
-				c.addNode(id, "1")
-			}
-		}
+		c.completeReadable("1")
 	}
 	for _, w := range []string{"true", "false", "null"} {
 		c.add(w, protocol.CompletionItemKindConstant, "", "", "2")

@@ -14,6 +14,7 @@ type completionItem struct {
 	Label    string `json:"label"`
 	Kind     int    `json:"kind"`
 	Detail   string `json:"detail"`
+	SortText string `json:"sortText"`
 	TextEdit *struct {
 		Range   protocol.Range `json:"range"`
 		NewText string         `json:"newText"`
@@ -236,5 +237,81 @@ func TestCompletionTriggers(t *testing.T) {
 	}
 	if got := ask("file:///t6.wf", nodes+"  task b { run \"noop\"  when a.| }\n}", "."); !slices.Contains(got, "output") {
 		t.Errorf("dot: %v", got)
+	}
+}
+
+// sortedLabels returns the labels in the order the editor shows them (by
+// sortText).
+func sortedLabels(items []completionItem) []string {
+	items = slices.Clone(items)
+	slices.SortStableFunc(items, func(a, b completionItem) int { return strings.Compare(a.SortText, b.SortText) })
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Label
+	}
+	return out
+}
+
+// TestCompletionGraph: node ids are offered only where the compiler
+// accepts them: an expression reads ancestors (WF4003), nearest first;
+// `after` and targets never close a cycle; back_to names an ancestor.
+func TestCompletionGraph(t *testing.T) {
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	// lead.wf's agent prompt: qualify runs after score's branch, score
+	// after enrich; the other four nodes run after qualify or beside it.
+	src := strings.Replace(lead, "prompt \"Route 😀 {{", "prompt \"Route {{ | }} 😀 {{", 1)
+	labels, items := completeLabels(t, c, "file:///g1.wf", src)
+	for _, bad := range []string{"enterprise_sales", "standard_sales", "manual_review", "nurture_campaign", "qualify"} {
+		if slices.Contains(labels, bad) {
+			t.Errorf("prompt offers %s, which is not an ancestor of qualify", bad)
+		}
+	}
+	var nodes []string
+	for _, l := range sortedLabels(items) {
+		if l == "score" || l == "enrich" {
+			nodes = append(nodes, l)
+		}
+	}
+	if !slices.Equal(nodes, []string{"score", "enrich"}) {
+		t.Errorf("ancestors in order %v, want [score enrich] (nearest first)", nodes)
+	}
+
+	nodes4 := "  task a { run \"noop\" }\n  task b after a { run \"noop\" }\n  task c after b { run \"noop\" }\n  task d { run \"noop\" }\n"
+	cases := []struct {
+		name    string
+		src     string
+		want    []string
+		notWant []string
+	}{
+		{"after: no descendant", "workflow w {\n" + nodes4 + "  task e after d { run \"noop\" }\n  task a2 after d, | { run \"noop\" }\n}", []string{"a", "b", "c", "e"}, []string{"a2", "d"}},
+		{"after: descendants of the node", "workflow w {\n  task a after d, | { run \"noop\" }\n  task b after a { run \"noop\" }\n  task c after b { run \"noop\" }\n  task d { run \"noop\" }\n  task x { run \"noop\" }\n}", []string{"x"}, []string{"a", "b", "c", "d"}},
+		{"on_error: no ancestor", "workflow w {\n" + nodes4 + "  task e after c {\n    run \"noop\"\n    on_error => |\n  }\n}", []string{"d"}, []string{"a", "b", "c", "e"}},
+		{"branch: no ancestor", "workflow w {\n" + nodes4 + "  task e after c {\n    run \"noop\"\n    branch { when true => d, | }\n  }\n}", nil, []string{"a", "b", "c", "d", "e"}},
+		{"routes: no ancestor", "workflow w {\n" + nodes4 + "  agent e after c {\n    model \"m\"\n    prompt \"p\"\n    routes |\n  }\n}", []string{"d"}, []string{"a", "b", "c", "e"}},
+		{"back_to: ancestors only", "workflow w {\n" + nodes4 + "  task e after c {\n    run \"noop\"\n    loop { while true  max 3  back_to | }\n  }\n}", []string{"a", "b", "c"}, []string{"d", "e"}},
+		{"expression: ancestors only", "workflow w {\n" + nodes4 + "  task e after c { run \"noop\"  when | }\n}", []string{"a", "b", "c"}, []string{"d", "e"}},
+		{"expression in a node being written", "workflow w {\n" + nodes4 + "  task e after b {\n    run \"cel\"\n    with { x = |", []string{"a", "b"}, []string{"c", "d", "e"}},
+		{"workflow output: every node", "workflow w {\n" + nodes4 + "  output { r = | }\n}", []string{"a", "b", "c", "d"}, nil},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			labels, _ := completeLabels(t, c, "file:///g"+strings.Repeat("x", i)+".wf", tc.src)
+			for _, w := range tc.want {
+				if !slices.Contains(labels, w) {
+					t.Errorf("missing %q in %v", w, labels)
+				}
+			}
+			for _, w := range tc.notWant {
+				if slices.Contains(labels, w) {
+					t.Errorf("unexpected %q in %v", w, labels)
+				}
+			}
+		})
+	}
+	// Targets: the nodes below first, nearest first.
+	_, items = completeLabels(t, c, "file:///g-order.wf", "workflow w {\n  task p { run \"noop\" }\n  task a {\n    run \"noop\"\n    on_error => |\n  }\n  task n1 { run \"noop\" }\n  task n2 { run \"noop\" }\n}")
+	if got := sortedLabels(items); !slices.Equal(got, []string{"n1", "n2", "p"}) {
+		t.Errorf("on_error targets in order %v, want [n1 n2 p]", got)
 	}
 }

@@ -488,7 +488,16 @@ func (c *cursor) completeInString(t ltok) {
 func (c *cursor) completeItems(fr frame) {
 	switch fr.head {
 	case "top":
-		c.addWords(topItems)
+		ws := topItems
+		if c.hasWorkflow() {
+			ws = nil
+			for _, w := range topItems {
+				if w.name != "workflow" { // a file has one
+					ws = append(ws, w)
+				}
+			}
+		}
+		c.addWords(ws)
 	case "workflow":
 		c.addWords(workflowItems)
 	case "handler":
@@ -511,10 +520,74 @@ func (c *cursor) completeItems(fr frame) {
 		}
 		c.addWords(ws)
 	case "retry", "loop", "compensate", "branch", "finally":
-		c.addWords(blockItems[fr.head])
+		have := c.blockKeys(fr)
+		var ws []word
+		for _, w := range blockItems[fr.head] {
+			if !have[w.name] || w.name == "when" { // a branch has many rules
+				ws = append(ws, w)
+			}
+		}
+		c.addWords(ws)
 	case "with":
 		c.completeConfigFields()
 	}
+}
+
+// hasWorkflow reports whether the file declares a workflow the cursor is
+// not in.
+func (c *cursor) hasWorkflow() bool {
+	for _, it := range c.f.Items {
+		if w, ok := it.(*ast.Workflow); ok && !c.inside(w.Rng()) {
+			return true
+		}
+	}
+	return false
+}
+
+// blockKeys returns the keys of the items of the block of frame fr already
+// written: before the cursor in the local text, and after it when the
+// block parsed. Words inside nested brackets and values are not keys.
+func (c *cursor) blockKeys(fr frame) map[string]bool {
+	have := map[string]bool{}
+	isKey := func(name string) bool {
+		for _, w := range blockItems[fr.head] {
+			if w.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	depth := 0
+	for i := fr.start; i < len(c.toks); i++ {
+		t := c.toks[i]
+		switch {
+		case t.kind == lPunct && (t.text == "{" || t.text == "(" || t.text == "["):
+			depth++
+		case t.kind == lPunct && (t.text == "}" || t.text == ")" || t.text == "]"):
+			depth--
+		case depth == 0 && t.kind == lWord && isKey(t.text) && isSettingKey(c.toks[fr.start:i+1], i-fr.start):
+			have[t.text] = true
+		}
+	}
+	// The items after the cursor, from the syntax tree.
+	if c.node == nil {
+		return have
+	}
+	var block *ast.Block
+	ast.Inspect(c.node, func(n ast.Node) bool {
+		if b, ok := n.(*ast.Block); ok && b.Key != nil && b.Key.Name == fr.head && b.Range.Start < c.off && c.off < b.Range.End {
+			block = b
+		}
+		return n != nil && block == nil
+	})
+	if block != nil {
+		for _, it := range block.Items {
+			if k := ast.KeyOf(it); k != nil && !k.Range.Contains(c.off) {
+				have[k.Name] = true
+			}
+		}
+	}
+	return have
 }
 
 func contains(xs []string, x string) bool {
@@ -774,7 +847,7 @@ func (c *cursor) completeExpr() {
 			return
 		}
 	}
-	t, isNode := c.resolveChain(chain)
+	t, isNode := c.resolveChain(chain, c.wordStart)
 	if isNode {
 		n := c.info.Nodes[chain[0]]
 		c.add("output", protocol.CompletionItemKindField, n.Output.String(), "the output of "+n.Kind+" "+n.ID, "0")
@@ -835,10 +908,16 @@ func (c *cursor) chain() ([]string, bool) {
 
 // resolveChain returns the type of the value the chain names; isNode is set
 // when the chain is just a node id (whose only field is output).
-func (c *cursor) resolveChain(chain []string) (t *ir.Type, isNode bool) {
+//
+// end is where the chain ends: a macro variable is looked up in the calls
+// open there.
+func (c *cursor) resolveChain(chain []string, end int) (t *ir.Type, isNode bool) {
 	root := chain[0]
 	_, self := c.nodeScope()
+	mv := c.macroVar(root, end)
 	switch {
+	case mv != nil:
+		t = mv
 	case root == "input" && !c.localVar("input"):
 		t = c.inputType()
 	case root == "run" && !c.localVar("run"):
@@ -869,6 +948,105 @@ func (c *cursor) resolveChain(chain []string) (t *ir.Type, isNode bool) {
 		}
 	}
 	return t, false
+}
+
+// comprehensions are the macros that bind a variable: xs.exists(e, …).
+var comprehensions = map[string]bool{"all": true, "exists": true, "exists_one": true, "filter": true, "map": true}
+
+// macroVar returns the type of name when it is the variable of a
+// comprehension macro open at end: in `xs.exists(e, e.`, the element type
+// of xs (a string for a map's keys); nil otherwise. Strings in between
+// are not skipped: a bracket in one may hide the call.
+func (c *cursor) macroVar(name string, end int) *ir.Type {
+	depth := 0
+	for p := end - 1; p >= c.local; p-- {
+		switch c.src[p] {
+		case ')', ']', '}':
+			depth++
+			continue
+		case '[', '{':
+			if depth > 0 {
+				depth--
+			}
+			continue
+		case '(':
+			if depth > 0 {
+				depth--
+				continue
+			}
+		default:
+			continue
+		}
+		// An open call: `recv.macro(v,` with v the name?
+		k := c.skipSpace(p+1, end)
+		v := k
+		for v < end && isIdentByte(c.src[v]) {
+			v++
+		}
+		if string(c.src[k:v]) != name || c.skipSpace(v, end) >= end || c.src[c.skipSpace(v, end)] != ',' {
+			continue
+		}
+		m := c.skipSpaceBack(p)
+		ms := m
+		for ms > c.local && isIdentByte(c.src[ms-1]) {
+			ms--
+		}
+		dot := c.skipSpaceBack(ms)
+		if !comprehensions[string(c.src[ms:m])] || dot <= c.local || c.src[dot-1] != '.' {
+			continue
+		}
+		recv := c.identsEnding(dot - 1)
+		if len(recv) == 0 {
+			return nil
+		}
+		rt, _ := c.resolveChain(recv, dot-1)
+		switch {
+		case rt == nil:
+			return nil
+		case rt.Kind == ir.KindList:
+			return rt.Elem
+		case rt.Kind == ir.KindMap:
+			return &ir.Type{Kind: ir.KindString}
+		}
+		return nil
+	}
+	return nil
+}
+
+func (c *cursor) skipSpace(i, end int) int {
+	for i < end && (c.src[i] == ' ' || c.src[i] == '\t' || c.src[i] == '\n' || c.src[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func (c *cursor) skipSpaceBack(i int) int {
+	for i > c.local && (c.src[i-1] == ' ' || c.src[i-1] == '\t' || c.src[i-1] == '\n' || c.src[i-1] == '\r') {
+		i--
+	}
+	return i
+}
+
+// identsEnding reads the identifier chain `a.b.c` that ends at e.
+func (c *cursor) identsEnding(e int) []string {
+	var parts []string
+	for len(parts) <= 32 {
+		k := c.skipSpaceBack(e)
+		end := k
+		for k > c.local && isIdentByte(c.src[k-1]) {
+			k--
+		}
+		if k == end {
+			return nil
+		}
+		parts = append([]string{string(c.src[k:end])}, parts...)
+		j := c.skipSpaceBack(k)
+		if j == c.local || c.src[j-1] != '.' {
+			return parts
+		}
+		e = j - 1
+	}
+	return nil
 }
 
 func (c *cursor) inputType() *ir.Type {

@@ -67,7 +67,7 @@ func TestCompletion(t *testing.T) {
 		{"items already given are not offered", "workflow w {\n  task a {\n    run \"noop\"\n    timeout 3s\n    |\n  }\n}", []string{"with", "retry"}, []string{"run", "timeout"}},
 		{"the item being typed is offered", "workflow w {\n  task a {\n    ru|\n  }\n}", []string{"run"}, nil},
 		{"after a complete setting", "workflow w {\n  task a {\n    timeout 30s |\n  }\n}", []string{"run", "retry"}, []string{"timeout"}},
-		{"retry block", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  | }\n  }\n}", []string{"attempts", "backoff", "delay", "max_delay"}, []string{"run", "while"}},
+		{"retry block", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  | }\n  }\n}", []string{"backoff", "delay", "max_delay"}, []string{"run", "while", "attempts"}},
 		{"backoff values", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  backoff | }\n  }\n}", []string{"fixed", "linear", "exponential"}, []string{"attempts"}},
 		{"loop block", "workflow w {\n  task a {\n    run \"noop\"\n    loop {\n      |\n    }\n  }\n}", []string{"while", "max", "back_to", "exhausted"}, nil},
 		{"back_to", "workflow w {\n  task a { run \"noop\" }\n  task b after a {\n    run \"noop\"\n    loop { while true  max 3  back_to | }\n  }\n}", []string{"a"}, []string{"b", "while"}},
@@ -313,5 +313,47 @@ func TestCompletionGraph(t *testing.T) {
 	_, items = completeLabels(t, c, "file:///g-order.wf", "workflow w {\n  task p { run \"noop\" }\n  task a {\n    run \"noop\"\n    on_error => |\n  }\n  task n1 { run \"noop\" }\n  task n2 { run \"noop\" }\n}")
 	if got := sortedLabels(items); !slices.Equal(got, []string{"n1", "n2", "p"}) {
 		t.Errorf("on_error targets in order %v, want [n1 n2 p]", got)
+	}
+}
+
+// TestCompletionNoise: what cannot be written is not offered: cel-go's
+// internal functions, `in` (an operator), items already given in a block, a
+// second workflow.
+func TestCompletionNoise(t *testing.T) {
+	cases := []struct {
+		name    string
+		src     string
+		want    []string
+		notWant []string
+	}{
+		{"math internals", "workflow w {\n  task a { run \"cel\"  with { x = math.| } }\n}", []string{"greatest", "least", "abs"}, []string{"@max", "@min"}},
+		{"in is an operator", "workflow w {\n  task a { run \"cel\"  with { x = | } }\n}", []string{"size", "has"}, []string{"in"}},
+		{"retry items given", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  backoff linear  | }\n  }\n}", []string{"delay", "max_delay"}, []string{"attempts", "backoff"}},
+		{"retry items given after the cursor", "workflow w {\n  task a {\n    run \"noop\"\n    retry { | attempts 3 }\n  }\n}", []string{"delay", "backoff"}, []string{"attempts"}},
+		{"loop items given", "workflow w {\n  task a {\n    run \"noop\"\n    loop {\n      while true\n      max 3\n      |\n    }\n  }\n}", []string{"back_to", "exhausted"}, []string{"while", "max"}},
+		{"branch rules repeat", "workflow w {\n  task a {\n    run \"noop\"\n    branch {\n      when true => b\n      |\n    }\n  }\n  task b { run \"noop\" }\n}", []string{"when", "else"}, nil},
+		{"one workflow", "workflow w {\n  task a { run \"noop\" }\n}\n|", []string{"handler", "import"}, []string{"workflow"}},
+		{"the first workflow", "|", []string{"workflow"}, nil},
+		{"macro variable", handlerSvc + "workflow w {\n  task a { run \"svc\" with { key = \"k\" } }\n  task b after a { run \"cel\" with { x = a.output.items.exists(e, e.| } }\n}", []string{"startsWith", "size"}, []string{"exists"}},
+		{"macro variable, object elements", "workflow w {\n  agent q { model \"m\"  prompt \"p\"  output { rows: list<{ id: string  n: int }> } }\n  task b after q { run \"cel\" with { x = q.output.rows.filter(r, r.n > 1 && r.| } }\n}", []string{"id", "n"}, nil},
+		{"nested macro variables", "workflow w {\n  agent q { model \"m\"  prompt \"p\"  output { rows: list<{ tags: list<{ k: string }> }> } }\n  task b after q { run \"cel\" with { x = q.output.rows.all(r, r.tags.exists(t, t.| )) } }\n}", []string{"k"}, nil},
+		{"macro variable in a template", "workflow w {\n  input { names: list<string> }\n  agent q { model \"m\"  prompt \"{{ input.names.map(n, n.| }}\" }\n}", []string{"upperAscii"}, nil},
+	}
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			labels, _ := completeLabels(t, c, "file:///n"+strings.Repeat("x", i)+".wf", tc.src)
+			for _, w := range tc.want {
+				if !slices.Contains(labels, w) {
+					t.Errorf("missing %q in %v", w, labels)
+				}
+			}
+			for _, w := range tc.notWant {
+				if slices.Contains(labels, w) {
+					t.Errorf("unexpected %q in %v", w, labels)
+				}
+			}
+		})
 	}
 }

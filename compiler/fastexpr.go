@@ -127,7 +127,7 @@ func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bo
 	for i, p := range parts {
 		starts[i] = end + 1
 		end += 1 + len(p)
-		subs[i] = SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: typeName(ts[i])}
+		subs[i] = SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: s.hoverType(ts[i])}
 	}
 	rng := func(i int) source.Range { return source.Range{Start: starts[i], End: starts[i] + len(parts[i])} }
 	s.chainRefs(sc, e, owner, parts, rng, true)
@@ -245,7 +245,8 @@ func (s *state) checkIntLit(e *ast.Expr) (*types.Type, bool) {
 // an int: CEL's int overloads of + - * give an int, the comparisons a
 // bool, and nothing can fail (the literal has at most 18 digits, so it
 // fits; no folding applies, as the chain is a variable). Hover ranges are
-// cel-go's: a select is located at its dot, a call at its operator.
+// those subexprs gives: a select spans its prefix of the chain, the
+// operator the whole expression.
 func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, bool) {
 	if s.cfg.celOnly || len(e.Text) > 256 {
 		return nil, false
@@ -266,14 +267,14 @@ func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, b
 	}
 	at := func(start, end int) source.Range { return source.Range{Start: e.Start + start, End: e.Start + end} }
 	subs := make([]SubExpr, 0, len(parts)+2)
-	subs = append(subs, SubExpr{Range: at(0, len(parts[0])), Type: typeName(ts[0])})
-	dot := len(parts[0]) // offset of the dot before part i
+	subs = append(subs, SubExpr{Range: at(0, len(parts[0])), Type: s.hoverType(ts[0])})
+	end := len(parts[0]) // the end of the chain's prefix through part i
 	for i := 1; i < len(parts); i++ {
-		subs = append(subs, SubExpr{Range: at(dot, dot+1), Type: typeName(ts[i])})
-		dot += 1 + len(parts[i])
+		end += 1 + len(parts[i])
+		subs = append(subs, SubExpr{Range: at(0, end), Type: s.hoverType(ts[i])})
 	}
 	subs = append(subs,
-		SubExpr{Range: at(opStart, opEnd), Type: typeName(out)},
+		SubExpr{Range: at(0, len(e.Text)), Type: typeName(out)},
 		SubExpr{Range: at(lit, len(e.Text)), Type: typeName(types.IntType)})
 	part := func(i int) source.Range {
 		off := len(parts[0])

@@ -574,14 +574,7 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 	info := &ExprInfo{Type: s.prov.irType(out)}
 	s.info.Exprs[e] = info
 	s.collect(checked.NativeRep(), e, m, owner, true)
-	nat := checked.NativeRep()
-	for id, r := range nat.SourceInfo().OffsetRanges() {
-		t := nat.GetType(id)
-		if t == nil {
-			continue
-		}
-		info.Subexprs = append(info.Subexprs, SubExpr{Range: m.rng(r.Start, r.Stop), Type: typeName(t)})
-	}
+	info.Subexprs = s.subexprs(checked.NativeRep(), m)
 	return out
 }
 

@@ -596,3 +596,53 @@ func TestJoinRule(t *testing.T) {
 		}
 	}
 }
+
+// TestHoverCEL: inside an expression the hover is the innermost
+// sub-expression under the cursor, with its own type: a field its declared
+// type, `output` its fields, has() a bool, a macro variable its element.
+func TestHoverCEL(t *testing.T) {
+	c, uri := openLead(t)
+	cases := []struct {
+		name string
+		pos  protocol.Position
+		want string
+	}{
+		{"own output field", at(t, lead, "output.score >=", 0, 8), "```cel\noutput.score\n```\ntype `int`"},
+		{"the dot of a select", at(t, lead, "output.score >=", 0, 6), "```cel\noutput\n```\ntype `{ score: int }`"},
+		{"own output", at(t, lead, "output.score >=", 0, 2), "```cel\noutput\n```\ntype `{ score: int }`"},
+		{"has", at(t, lead, "has(qualify", 0, 1), "```cel\nhas(qualify.output)\n```\ntype `bool`"},
+		{"an operator", at(t, lead, ">= 80", 0, 0), "```cel\noutput.score >= 80\n```\ntype `bool`"},
+		{"the other side of &&", at(t, lead, "> 100000.0", 0, 0), "```cel\nenrich.output.revenue > 100000.0\n```\ntype `bool`"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if text, _ := hoverAt(t, c, uri, tc.pos); text != tc.want {
+				t.Errorf("hover = %q, want %q", text, tc.want)
+			}
+		})
+	}
+	src := "workflow w {\n  input { rows: list<{ id: string  n: int }>  m: map<int> }\n  task a {\n    run \"cel\"\n    with {\n      x = input.rows.exists(r, r.n > size(input.rows) && r.id.startsWith(\"a\"))\n      y = math.greatest(1, input.rows[0].n)\n    }\n  }\n}\n"
+	c.open("file:///cel.wf", src)
+	macro := []struct {
+		name string
+		pos  protocol.Position
+		want string
+	}{
+		{"macro variable declared", at(t, src, "exists(r", 0, 7), "```cel\nr\n```\ntype `{ id: string  n: int }`"},
+		{"macro variable used", at(t, src, "r.n >", 0, 0), "```cel\nr\n```\ntype `{ id: string  n: int }`"},
+		{"field of a macro variable", at(t, src, "r.n >", 0, 2), "```cel\nr.n\n```\ntype `int`"},
+		{"the macro", at(t, src, "exists(r", 0, 2), "```cel\ninput.rows.exists(r, r.n > size(input.rows) && r.id.startsWith(\"a\"))\n```\ntype `bool`"},
+		{"a function", at(t, src, "size(", 0, 1), "```cel\nsize(input.rows)\n```\ntype `int`"},
+		{"a member function", at(t, src, "startsWith", 0, 3), "```cel\nr.id.startsWith(\"a\")\n```\ntype `bool`"},
+		{"an index", at(t, src, "[0]", 0, 1), "```cel\n0\n```\ntype `int`"},
+		{"an indexed element", at(t, src, "[0]", 0, 3), "```cel\ninput.rows[0]\n```\ntype `{ id: string  n: int }`"},
+		{"a namespaced macro", at(t, src, "greatest", 0, 2), "```cel\nmath.greatest(1, input.rows[0].n)\n```\ntype `int`"},
+	}
+	for _, tc := range macro {
+		t.Run(tc.name, func(t *testing.T) {
+			if text, _ := hoverAt(t, c, "file:///cel.wf", tc.pos); text != tc.want {
+				t.Errorf("hover = %q, want %q", text, tc.want)
+			}
+		})
+	}
+}

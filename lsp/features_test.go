@@ -607,7 +607,7 @@ func TestHoverCEL(t *testing.T) {
 		pos  protocol.Position
 		want string
 	}{
-		{"own output field", at(t, lead, "output.score >=", 0, 8), "```cel\noutput.score\n```\ntype `int`"},
+		{"own output field", at(t, lead, "output.score >=", 0, 8), "```wf\nscore.output.score: int\n```\nfield of the output of task score"},
 		{"the dot of a select", at(t, lead, "output.score >=", 0, 6), "```cel\noutput\n```\ntype `{ score: int }`"},
 		{"own output", at(t, lead, "output.score >=", 0, 2), "```cel\noutput\n```\ntype `{ score: int }`"},
 		{"has", at(t, lead, "has(qualify", 0, 1), "```cel\nhas(qualify.output)\n```\ntype `bool`"},
@@ -644,5 +644,78 @@ func TestHoverCEL(t *testing.T) {
 				t.Errorf("hover = %q, want %q", text, tc.want)
 			}
 		})
+	}
+}
+
+// TestFieldNavigation: output fields are symbols everywhere: the node's own
+// output (output.f in branch, loop, compensate), nested fields, and at
+// their declaration, where they can be renamed.
+func TestFieldNavigation(t *testing.T) {
+	c, uri := openLead(t)
+	// Definition of output.score: the with entry of the cel handler.
+	locs := locations(t, c, "textDocument/definition", uri, at(t, lead, "output.score >=", 0, 8), nil)
+	if len(locs) != 1 || locs[0].Range.Start != at(t, lead, "score = enrich", 0, 0) {
+		t.Errorf("definition of output.score = %+v", locs)
+	}
+	// Hover at a declaration.
+	if text, _ := hoverAt(t, c, uri, at(t, lead, "revenue: number", 0, 1)); !strings.Contains(text, "enrich.output.revenue: number") {
+		t.Errorf("hover on a field declaration = %q", text)
+	}
+	rename := func(src string, p protocol.Position, newName string) (string, *rpcError) {
+		params := tdp(uri, p)
+		params["newName"] = newName
+		var edit struct {
+			Changes map[string][]protocol.TextEdit `json:"changes"`
+		}
+		if err := c.call("textDocument/rename", params, &edit); err != nil {
+			return "", err
+		}
+		return applyEdits(t, src, edit.Changes[uri]), nil
+	}
+	// At the declaration of a handler's output field: the schema, the
+	// branch and the template.
+	got, err := rename(lead, at(t, lead, "revenue: number", 0, 2), "turnover")
+	if err != nil {
+		t.Fatalf("rename at the declaration: %v", err.Message)
+	}
+	if want := strings.ReplaceAll(lead, "revenue", "turnover"); got != want {
+		t.Errorf("rename of revenue:\n%s", got)
+	}
+	// At a with entry of an open handler, and its own-output use.
+	got, err = rename(lead, at(t, lead, "score = enrich", 0, 1), "rating")
+	if err != nil {
+		t.Fatalf("rename of a with entry: %v", err.Message)
+	}
+	if !strings.Contains(got, "with { rating = enrich") || !strings.Contains(got, "when output.rating >= 80") {
+		t.Errorf("rename of score's field:\n%s", got)
+	}
+	c.changeFull(uri, 2, got)
+	if d := c.diagnostics(uri, 2); len(d) != 0 {
+		t.Errorf("after the rename: %v", d)
+	}
+	// From a use.
+	got2, err := rename(got, at(t, got, "output.rating", 0, 8), "grade")
+	if err != nil || !strings.Contains(got2, "with { grade = enrich") {
+		t.Errorf("rename from a use: %v\n%s", err, got2)
+	}
+	// Refused: a name taken, a built-in handler's output.
+	if _, err := rename(got, at(t, got, "employees > 500", 0, 1), "name"); err == nil || !strings.Contains(err.Message, "already exists") {
+		t.Errorf("rename to an existing field: %v", err)
+	}
+
+	// Nested fields.
+	src := "workflow w {\n  agent q {\n    model \"m\"\n    prompt \"p\"\n    output { deep: { inner: { leaf: bool } } }\n  }\n  task b after q { run \"cel\"  with { x = q.output.deep.inner.leaf } }\n}\n"
+	nuri := "file:///nested.wf"
+	c.open(nuri, src)
+	if text, _ := hoverAt(t, c, nuri, at(t, src, "leaf }", 0, 1)); !strings.Contains(text, "q.output.deep.inner.leaf: bool") {
+		t.Errorf("hover on a nested field = %q", text)
+	}
+	locs = locations(t, c, "textDocument/definition", nuri, at(t, src, "leaf }", 0, 1), nil)
+	if len(locs) != 1 || locs[0].Range.Start != at(t, src, "leaf: bool", 0, 0) {
+		t.Errorf("definition of a nested field = %+v", locs)
+	}
+	locs = locations(t, c, "textDocument/definition", nuri, at(t, src, "inner.leaf }", 0, 1), nil)
+	if len(locs) != 1 || locs[0].Range.Start != at(t, src, "inner: {", 0, 0) {
+		t.Errorf("definition of a nested field = %+v", locs)
 	}
 }

@@ -719,3 +719,55 @@ func TestFieldNavigation(t *testing.T) {
 		t.Errorf("definition of a nested field = %+v", locs)
 	}
 }
+
+// TestLocalNavigation: for_each variables, the workflow's output entries,
+// import paths and a flow node's output fields have hover and definition.
+func TestLocalNavigation(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "lib.wf"), []byte("handler \"svc\" { output { v: int } }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "child.wf"), []byte("workflow child {\n  input { n: int }\n  task t { run \"cel\"  with { v = input.n } }\n  output { total = t.output.v }\n}\n"), 0o644)
+	src := "import \"lib.wf\"\nworkflow w {\n  input { ids: list<string> }\n  task a {\n    run \"cel\"\n    for_each i, id in input.ids\n    with { x = id + string(i) }\n  }\n  flow f after a { uses \"child.wf\"  with { n = 1 } }\n  task b after f { run \"cel\"  with { y = f.output.total } }\n  output { count = size(a.output) }\n}\n"
+	path := filepath.Join(dir, "main.wf")
+	os.WriteFile(path, []byte(src), 0o644)
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := pathToURI(path)
+	c.open(uri, src)
+	if d := c.diagnostics(uri, 1); len(d) != 0 {
+		t.Fatalf("diagnostics: %v", d)
+	}
+	hovers := []struct {
+		name string
+		pos  protocol.Position
+		want string
+	}{
+		{"for_each variable", at(t, src, "id in", 0, 1), "id: string"},
+		{"for_each variable used", at(t, src, "id + string", 0, 1), "for_each variable"},
+		{"for_each index", at(t, src, "i, id", 0, 0), "i: int"},
+		{"workflow output", at(t, src, "count =", 0, 1), "output.count: int"},
+		{"import path", at(t, src, "\"lib.wf\"", 0, 2), "handlers `svc`"},
+		{"flow output field", at(t, src, "total }", 0, 1), "f.output.total: int"},
+	}
+	for _, h := range hovers {
+		if text, _ := hoverAt(t, c, uri, h.pos); !strings.Contains(text, h.want) {
+			t.Errorf("%s: hover = %q, want %q", h.name, text, h.want)
+		}
+	}
+	defs := []struct {
+		name string
+		from protocol.Position
+		uri  string
+		to   protocol.Position
+	}{
+		{"for_each variable", at(t, src, "id + string", 0, 1), uri, at(t, src, "id in", 0, 0)},
+		{"for_each index", at(t, src, "i) }", 0, 0), uri, at(t, src, "i, id", 0, 0)},
+		{"import path", at(t, src, "\"lib.wf\"", 0, 2), pathToURI(filepath.Join(dir, "lib.wf")), pos(0, 0)},
+		{"flow output field", at(t, src, "total }", 0, 1), pathToURI(filepath.Join(dir, "child.wf")), pos(3, 11)},
+	}
+	for _, d := range defs {
+		locs := locations(t, c, "textDocument/definition", uri, d.from, nil)
+		if len(locs) != 1 || locs[0].URI != d.uri || locs[0].Range.Start != d.to {
+			t.Errorf("%s: definition = %+v, want %s %v", d.name, locs, d.uri, d.to)
+		}
+	}
+}

@@ -37,6 +37,9 @@ func hoverText(res *compiler.Result, off int) (string, source.Range, bool) {
 			return text, sym.at, true
 		}
 	}
+	if l, ok := localAt(res, off); ok {
+		return l.text, l.at, true
+	}
 	if e, ei := exprAt(res, off); ei != nil {
 		if sub, ok := ei.TypeAt(off); ok {
 			return fmt.Sprintf("```cel\n%s\n```\ntype `%s`", clip(res.File.Text(sub.Range)), sub.Type), sub.Range, true
@@ -266,6 +269,18 @@ func (s *server) symbolUnder(uri protocol.DocumentUri, pos protocol.Position) (*
 func (s *server) definition(p *protocol.DefinitionParams) (any, error) {
 	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
+		if snap == nil {
+			return nil, nil
+		}
+		// for_each variables, import paths.
+		l, ok := localAt(res, snap.m.Offset(p.Position))
+		switch {
+		case !ok:
+		case l.file != "":
+			return []protocol.Location{{URI: pathToURI(l.file)}}, nil
+		case l.decl.Len() > 0:
+			return []protocol.Location{{URI: snap.uri, Range: snap.m.Range(l.decl)}}, nil
+		}
 		return nil, nil
 	}
 	file, r, ok := declRange(res, sym)

@@ -279,6 +279,9 @@ func fieldDecl(res *compiler.Result, name string) (string, source.Range, bool) {
 			}
 		}
 	}
+	if !nested {
+		return childFieldDecl(res, ni, field)
+	}
 	return "", source.Range{}, false
 }
 

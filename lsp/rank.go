@@ -28,14 +28,9 @@ func (c *cursor) nodeGraph() *nodeGraph {
 	if c.g != nil {
 		return c.g
 	}
-	g := &nodeGraph{pos: map[string]int{}, uses: map[string]int{}, children: map[string][]string{}}
+	g := &nodeGraph{pos: map[string]int{}, uses: map[string]int{}}
 	for i, id := range c.nodeIDs() {
 		g.pos[id] = i
-	}
-	for id, n := range c.info.Nodes {
-		for _, s := range n.Sources {
-			g.children[s] = append(g.children[s], id)
-		}
 	}
 	for _, r := range c.info.Refs {
 		if r.Kind == compiler.RefNode {
@@ -44,6 +39,20 @@ func (c *cursor) nodeGraph() *nodeGraph {
 	}
 	c.g = g
 	return g
+}
+
+// childrenOf returns the forward edges by source (built on first use:
+// only `after` needs them).
+func (g *nodeGraph) childrenOf(info *compiler.Info) map[string][]string {
+	if g.children == nil {
+		g.children = map[string][]string{}
+		for id, n := range info.Nodes {
+			for _, s := range n.Sources {
+				g.children[s] = append(g.children[s], id)
+			}
+		}
+	}
+	return g.children
 }
 
 // selfSources returns the nodes with a forward edge to self: its `after`
@@ -142,13 +151,13 @@ func (c *cursor) ancestors(self string) map[string]int {
 
 // descendants returns the nodes a forward path from self reaches.
 func (c *cursor) descendants(self string) map[string]bool {
-	g := c.nodeGraph()
+	children := c.nodeGraph().childrenOf(c.info)
 	out := map[string]bool{}
 	queue := []string{self}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
-		for _, ch := range g.children[id] {
+		for _, ch := range children[id] {
 			if !out[ch] {
 				out[ch] = true
 				queue = append(queue, ch)

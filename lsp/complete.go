@@ -958,6 +958,23 @@ var comprehensions = map[string]bool{"all": true, "exists": true, "exists_one": 
 // of xs (a string for a map's keys); nil otherwise. Strings in between
 // are not skipped: a bracket in one may hide the call.
 func (c *cursor) macroVar(name string, end int) *ir.Type {
+	if bs := c.macroVars(name, end); len(bs) > 0 {
+		return bs[0].elem // the innermost hides the others
+	}
+	return nil
+}
+
+// A macroBinding is the variable of a comprehension macro open at the
+// cursor, and its type (nil when unknown).
+type macroBinding struct {
+	name string
+	elem *ir.Type
+}
+
+// macroVars lists the variables of the comprehension macros open at end,
+// innermost first; only those called name unless name is "".
+func (c *cursor) macroVars(name string, end int) []macroBinding {
+	var out []macroBinding
 	depth := 0
 	for p := end - 1; p >= c.local; p-- {
 		switch c.src[p] {
@@ -977,13 +994,13 @@ func (c *cursor) macroVar(name string, end int) *ir.Type {
 		default:
 			continue
 		}
-		// An open call: `recv.macro(v,` with v the name?
+		// An open call: `recv.macro(v,`?
 		k := c.skipSpace(p+1, end)
 		v := k
 		for v < end && isIdentByte(c.src[v]) {
 			v++
 		}
-		if string(c.src[k:v]) != name || c.skipSpace(v, end) >= end || c.src[c.skipSpace(v, end)] != ',' {
+		if v == k || name != "" && string(c.src[k:v]) != name || c.skipSpace(v, end) >= end || c.src[c.skipSpace(v, end)] != ',' {
 			continue
 		}
 		m := c.skipSpaceBack(p)
@@ -995,22 +1012,19 @@ func (c *cursor) macroVar(name string, end int) *ir.Type {
 		if !comprehensions[string(c.src[ms:m])] || dot <= c.local || c.src[dot-1] != '.' {
 			continue
 		}
-		recv := c.identsEnding(dot - 1)
-		if len(recv) == 0 {
-			return nil
+		b := macroBinding{name: string(c.src[k:v])}
+		if recv := c.identsEnding(dot - 1); len(recv) > 0 {
+			switch rt, _ := c.resolveChain(recv, dot-1); {
+			case rt == nil:
+			case rt.Kind == ir.KindList:
+				b.elem = rt.Elem
+			case rt.Kind == ir.KindMap:
+				b.elem = &ir.Type{Kind: ir.KindString}
+			}
 		}
-		rt, _ := c.resolveChain(recv, dot-1)
-		switch {
-		case rt == nil:
-			return nil
-		case rt.Kind == ir.KindList:
-			return rt.Elem
-		case rt.Kind == ir.KindMap:
-			return &ir.Type{Kind: ir.KindString}
-		}
-		return nil
+		out = append(out, b)
 	}
-	return nil
+	return out
 }
 
 func (c *cursor) skipSpace(i, end int) int {
@@ -1133,6 +1147,9 @@ func (c *cursor) completeScope() {
 		}
 		if c.selfScope() {
 			c.add("output", protocol.CompletionItemKindVariable, "this node's output", "", "0")
+		}
+		for _, b := range c.macroVars("", c.wordStart) {
+			c.add(b.name, protocol.CompletionItemKindVariable, b.elem.String(), "macro variable", "0")
 		}
 		if fe := c.forEach(); fe != nil && fe.Var != nil && c.inFrame("with") {
 			c.add(fe.Var.Name, protocol.CompletionItemKindVariable, "for_each variable", "", "0")

@@ -337,6 +337,7 @@ func TestCompletionNoise(t *testing.T) {
 		{"macro variable", handlerSvc + "workflow w {\n  task a { run \"svc\" with { key = \"k\" } }\n  task b after a { run \"cel\" with { x = a.output.items.exists(e, e.| } }\n}", []string{"startsWith", "size"}, []string{"exists"}},
 		{"macro variable, object elements", "workflow w {\n  agent q { model \"m\"  prompt \"p\"  output { rows: list<{ id: string  n: int }> } }\n  task b after q { run \"cel\" with { x = q.output.rows.filter(r, r.n > 1 && r.| } }\n}", []string{"id", "n"}, nil},
 		{"nested macro variables", "workflow w {\n  agent q { model \"m\"  prompt \"p\"  output { rows: list<{ tags: list<{ k: string }> }> } }\n  task b after q { run \"cel\" with { x = q.output.rows.all(r, r.tags.exists(t, t.| )) } }\n}", []string{"k"}, nil},
+		{"macro variable in scope", "workflow w {\n  input { names: list<string> }\n  task a { run \"cel\"  with { x = input.names.exists(n, size(|) > 2) } }\n}", []string{"n", "input"}, nil},
 		{"macro variable in a template", "workflow w {\n  input { names: list<string> }\n  agent q { model \"m\"  prompt \"{{ input.names.map(n, n.| }}\" }\n}", []string{"upperAscii"}, nil},
 	}
 	c := newTestClient(t, Options{}, nil)

@@ -127,10 +127,10 @@ func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bo
 	for i, p := range parts {
 		starts[i] = end + 1
 		end += 1 + len(p)
-		subs[i] = SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: typeName(ts[i])}
+		subs[i] = SubExpr{Range: source.Range{Start: e.Start, End: end}, Type: s.hoverType(ts[i])}
 	}
 	rng := func(i int) source.Range { return source.Range{Start: starts[i], End: starts[i] + len(parts[i])} }
-	s.chainRefs(sc, e, owner, parts, rng, true)
+	s.chainRefs(sc, e, owner, parts, ts, rng, true)
 	t := ts[len(ts)-1]
 	s.info.Exprs[e] = &ExprInfo{Type: s.prov.irType(t), Subexprs: subs}
 	return t, true
@@ -142,10 +142,23 @@ func (s *state) checkChain(sc *scope, e *ast.Expr, owner *node) (*types.Type, bo
 // output. Collect visits the outermost select first, so for a chain inside
 // a binary expression the field comes before the node (nodeFirst false);
 // for a chain on its own the node comes first.
-func (s *state) chainRefs(sc *scope, e *ast.Expr, owner *node, parts []string, rng func(int) source.Range, nodeFirst bool) {
+func (s *state) chainRefs(sc *scope, e *ast.Expr, owner *node, parts []string, ts []*types.Type, rng func(int) source.Range, nodeFirst bool) {
 	root := parts[0]
+	// Fields below the first of an output, and those of the node's own
+	// output, where the type they are selected from is an object (as
+	// collect records them). Parts from..i name the path.
+	fields := func(owner string, from, first int) {
+		for i := first; i < len(parts); i++ {
+			if ts[i-1] == nil || ts[i-1].Kind() != types.StructKind {
+				return
+			}
+			s.info.Refs = append(s.info.Refs, Ref{Range: rng(i), Kind: RefField, Name: owner + "." + strings.Join(parts[from:i+1], ".")})
+		}
+	}
 	switch {
 	case sc.vars[root] != nil:
+	case root == "output" && sc.self != nil:
+		fields(sc.self.id, 1, 1)
 	case root == "input":
 		if _, ok := s.info.Inputs[parts[1]]; ok {
 			s.info.Refs = append(s.info.Refs, Ref{Range: rng(1), Kind: RefInput, Name: parts[1]})
@@ -162,6 +175,7 @@ func (s *state) chainRefs(sc *scope, e *ast.Expr, owner *node, parts []string, r
 		if !nodeFirst {
 			s.info.Refs = append(s.info.Refs, nodeRef)
 		}
+		fields(root, 2, 3)
 		s.reads = append(s.reads, exprReads{owner: owner, expr: e, final: s.inFinally, reads: []read{{
 			node: s.byID[root].idx, rng: source.Range{Start: rng(0).Start, End: rng(1).End}}}})
 	case s.byID[root] != nil && parts[1] == "error" && len(s.byID[root].onError) > 0:
@@ -245,7 +259,8 @@ func (s *state) checkIntLit(e *ast.Expr) (*types.Type, bool) {
 // an int: CEL's int overloads of + - * give an int, the comparisons a
 // bool, and nothing can fail (the literal has at most 18 digits, so it
 // fits; no folding applies, as the chain is a variable). Hover ranges are
-// cel-go's: a select is located at its dot, a call at its operator.
+// those subexprs gives: a select spans its prefix of the chain, the
+// operator the whole expression.
 func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, bool) {
 	if s.cfg.celOnly || len(e.Text) > 256 {
 		return nil, false
@@ -266,14 +281,14 @@ func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, b
 	}
 	at := func(start, end int) source.Range { return source.Range{Start: e.Start + start, End: e.Start + end} }
 	subs := make([]SubExpr, 0, len(parts)+2)
-	subs = append(subs, SubExpr{Range: at(0, len(parts[0])), Type: typeName(ts[0])})
-	dot := len(parts[0]) // offset of the dot before part i
+	subs = append(subs, SubExpr{Range: at(0, len(parts[0])), Type: s.hoverType(ts[0])})
+	end := len(parts[0]) // the end of the chain's prefix through part i
 	for i := 1; i < len(parts); i++ {
-		subs = append(subs, SubExpr{Range: at(dot, dot+1), Type: typeName(ts[i])})
-		dot += 1 + len(parts[i])
+		end += 1 + len(parts[i])
+		subs = append(subs, SubExpr{Range: at(0, end), Type: s.hoverType(ts[i])})
 	}
 	subs = append(subs,
-		SubExpr{Range: at(opStart, opEnd), Type: typeName(out)},
+		SubExpr{Range: at(0, len(e.Text)), Type: typeName(out)},
 		SubExpr{Range: at(lit, len(e.Text)), Type: typeName(types.IntType)})
 	part := func(i int) source.Range {
 		off := len(parts[0])
@@ -282,7 +297,7 @@ func (s *state) checkBinary(sc *scope, e *ast.Expr, owner *node) (*types.Type, b
 		}
 		return at(off-len(parts[i]), off)
 	}
-	s.chainRefs(sc, e, owner, parts, part, false)
+	s.chainRefs(sc, e, owner, parts, ts, part, false)
 	s.info.Exprs[e] = &ExprInfo{Type: s.prov.irType(out), Subexprs: subs}
 	return out, true
 }

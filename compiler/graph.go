@@ -530,6 +530,7 @@ func (s *state) analyze() {
 			ni.Join, ni.Loop, ni.OnError = n.join, n.loop != nil, len(n.onError) > 0
 		}
 	}
+	s.info.Graph = true
 	if len(s.nodes) == 0 {
 		if !s.badNodeIDs { // else its nodes' ids were reported (WF1008)
 			s.errorf(diag.NoTerminal, s.wf.Name.Range, "workflow %s has no nodes", s.name)

@@ -22,6 +22,10 @@ type Info struct {
 	Exprs map[*ast.Expr]*ExprInfo
 	// Scopes maps each node to the names visible in its expressions.
 	Order []string // node ids in source order
+	// Graph is set when the graph pass ordered the nodes (no cycle): the
+	// NodeInfo.Sources are then complete, and a node may read exactly its
+	// forward ancestors through them (WF4003).
+	Graph bool
 }
 
 // RefKind says what a Ref names.

@@ -574,14 +574,7 @@ func (s *state) check(sc *scope, e *ast.Expr, owner *node) *types.Type {
 	info := &ExprInfo{Type: s.prov.irType(out)}
 	s.info.Exprs[e] = info
 	s.collect(checked.NativeRep(), e, m, owner, true)
-	nat := checked.NativeRep()
-	for id, r := range nat.SourceInfo().OffsetRanges() {
-		t := nat.GetType(id)
-		if t == nil {
-			continue
-		}
-		info.Subexprs = append(info.Subexprs, SubExpr{Range: m.rng(r.Start, r.Stop), Type: typeName(t)})
-	}
+	info.Subexprs = s.subexprs(checked.NativeRep(), m)
 	return out
 }
 
@@ -658,6 +651,10 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 				n := s.byID[name]
 				s.info.Refs = append(s.info.Refs, Ref{Range: identRng, Kind: RefNode, Name: name})
 				reads = append(reads, read{node: n.idx, rng: source.Range{Start: identRng.Start, End: fieldRng.End}, iter: true})
+			case name == "output":
+				if node, path, ok := s.outputPath(a, sel, owner); ok {
+					s.info.Refs = append(s.info.Refs, Ref{Range: fieldRng, Kind: RefField, Name: node + "." + path})
+				}
 			}
 			return
 		}
@@ -671,6 +668,17 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 				fr := m.fieldAfter(outRng.End, sel.FieldName())
 				s.info.Refs = append(s.info.Refs, Ref{Range: fr, Kind: RefField, Name: name + "." + sel.FieldName()})
 			}
+			return
+		}
+		// x.output.a.b and, in a node's branch, loop and compensate,
+		// output.a: fields of checked object types.
+		if ot := a.GetType(op.ID()); ot == nil || ot.Kind() != types.StructKind {
+			return
+		}
+		if node, path, ok := s.outputPath(a, sel, owner); ok {
+			r, _ := info.GetOffsetRange(x.ID())
+			fr := m.fieldAfter(m.rng(r.Start, r.Start).Start, sel.FieldName())
+			s.info.Refs = append(s.info.Refs, Ref{Range: fr, Kind: RefField, Name: node + "." + path})
 		}
 	}))
 	if !record || len(reads) == 0 {
@@ -684,6 +692,36 @@ func (s *state) collect(a *celast.AST, e *ast.Expr, m *offsetMap, owner *node, r
 		}
 	}
 	s.reads = append(s.reads, exprReads{owner: owner, expr: e, reads: reads, final: s.inFinally})
+}
+
+// outputPath returns the node and the field path a select names in a
+// node's output: x.output.a.b is x and "a.b"; output.a in the owner's own
+// scopes (typed wf.self.*) is the owner and "a".
+func (s *state) outputPath(a *celast.AST, sel celast.SelectExpr, owner *node) (string, string, bool) {
+	path := []string{sel.FieldName()}
+	op := sel.Operand()
+	for depth := 0; depth < 64; depth++ {
+		switch op.Kind() {
+		case celast.IdentKind:
+			t := a.GetType(op.ID())
+			if op.AsIdent() == "output" && owner != nil && t != nil && t.Kind() == types.StructKind && strings.HasPrefix(t.TypeName(), "wf.self") {
+				slices.Reverse(path)
+				return owner.id, strings.Join(path, "."), true
+			}
+			return "", "", false
+		case celast.SelectKind:
+			o := op.AsSelect()
+			if o.FieldName() == "output" && o.Operand().Kind() == celast.IdentKind && s.byID[o.Operand().AsIdent()] != nil {
+				slices.Reverse(path)
+				return o.Operand().AsIdent(), strings.Join(path, "."), true
+			}
+			path = append(path, o.FieldName())
+			op = o.Operand()
+		default:
+			return "", "", false
+		}
+	}
+	return "", "", false
 }
 
 var quoted = regexp.MustCompile("['`]([^'`]+)['`]")

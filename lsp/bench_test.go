@@ -127,6 +127,39 @@ func BenchmarkCompletion(b *testing.B) {
 	}
 }
 
+// BenchmarkCompletionScope: after each one-character edit, completion of
+// the names an expression of the last nodes may start with: inputs, the
+// node's ancestors (a walk of the graph, ranked), CEL's functions.
+func BenchmarkCompletionScope(b *testing.B) {
+	for _, lines := range benchSizes {
+		b.Run(fmt.Sprintf("lines=%d", lines), func(b *testing.B) {
+			src := genLines(lines)
+			c, uri := benchClient(b, Options{Debounce: time.Hour}, src)
+			m := NewMapper(sourceFileOf(src))
+			k := strings.LastIndex(src, ".output.")
+			for k > 0 && isIdentByte(src[k-1]) {
+				k--
+			}
+			p := m.Position(k)
+			edit := m.Position(strings.Index(src, "deadline 72h") + len("deadline 7"))
+			l := newLatencies(b)
+			for i := 0; i < b.N; i++ {
+				c.changeRange(uri, i+2, protocol.Range{Start: edit, End: protocol.Position{Line: edit.Line, Character: edit.Character + 1}}, string(rune('3'+i%2)))
+				var list struct {
+					Items []completionItem `json:"items"`
+				}
+				start := time.Now()
+				c.mustCall("textDocument/completion", tdp(uri, p), &list)
+				l.add(time.Since(start))
+				if len(list.Items) < 10 {
+					b.Fatalf("%d completion items", len(list.Items))
+				}
+			}
+			l.report()
+		})
+	}
+}
+
 // BenchmarkHover and BenchmarkDefinition: requests on a node reference in
 // an expression near the end of a compiled document.
 func BenchmarkHover(b *testing.B) { benchPositionRequest(b, "textDocument/hover") }

@@ -46,8 +46,12 @@ func celFunctions() *celCatalog {
 			for _, o := range fn.OverloadDecls() {
 				if !o.IsMemberFunction() {
 					if ns, short, ok := strings.Cut(name, "."); ok {
-						catalog.namespaces[ns] = appendUnique(catalog.namespaces[ns], short)
-					} else {
+						// (math.@max and math.@min implement the
+						// math.greatest and math.least macros.)
+						if isIdent(short) {
+							catalog.namespaces[ns] = appendUnique(catalog.namespaces[ns], short)
+						}
+					} else if name != "in" { // the deprecated function form of the operator
 						globals[name] = true
 					}
 					continue

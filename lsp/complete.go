@@ -72,6 +72,8 @@ type cursor struct {
 	// expression does not pop up a list at every space.
 	trigger string
 	allowed bool // the current context may answer the trigger
+
+	g *nodeGraph // built on first use (rank.go)
 }
 
 // A frame is an open bracket of the local text, or the container itself.
@@ -79,9 +81,10 @@ type frame struct {
 	head     string // "node", "workflow", "handler", "top", "retry", "loop", "compensate", "branch", "with", "wfoutput", "input", "config", "output", "type", "expr", "list", "unknown"
 	nodeKind string
 	nodeID   string
-	open     string // "{", "(", "[" or "" for the container
-	start    int    // index of the first token inside
-	boundary int    // index of the first token of the current item
+	after    []string // a node's `after` list, from its header tokens
+	open     string   // "{", "(", "[" or "" for the container
+	start    int      // index of the first token inside
+	boundary int      // index of the first token of the current item
 }
 
 func complete(snap *snapshot, info *compiler.Info, off int, trigger string) []protocol.CompletionItem {
@@ -281,7 +284,7 @@ func (c *cursor) run() {
 		case ".":
 			c.completeExpr()
 		case "=>":
-			c.completeNodeIDs(c.listed(tail))
+			c.completeNodeIDs(c.listed(tail), "")
 		case ",":
 			c.completeAfterComma(tail, fr)
 		case "=":
@@ -307,7 +310,7 @@ func (c *cursor) run() {
 		case enumValues[prev.text] != nil && isSettingKey(tail, len(tail)-1):
 			c.completeWords(enumValues[prev.text], protocol.CompletionItemKindEnumMember)
 		case targetKeys[prev.text] && isSettingKey(tail, len(tail)-1):
-			c.completeNodeIDs(nil)
+			c.completeNodeIDs(nil, targetKind(prev.text))
 		case (prev.text == "when" || prev.text == "while") && isSettingKey(tail, len(tail)-1):
 			c.completeExpr()
 		case prev.text == "in" && len(tail) >= 3 && tail[len(tail)-3].text == "for_each":
@@ -393,7 +396,7 @@ func (c *cursor) openBrace(i int) frame {
 	}
 	seg := c.toks[cur.boundary:i]
 	if len(seg) >= 2 && seg[0].kind == lWord && seg[1].kind == lWord && nodeKindWord(seg[0].text) {
-		return frame{head: "node", nodeKind: seg[0].text, nodeID: seg[1].text}
+		return frame{head: "node", nodeKind: seg[0].text, nodeID: seg[1].text, after: afterNames(seg)}
 	}
 	if len(seg) > 0 && seg[0].kind == lWord {
 		switch seg[0].text {
@@ -414,7 +417,7 @@ func (c *cursor) completeHeader(toks []ltok) {
 	prev := toks[len(toks)-1]
 	switch {
 	case prev.text == "after" || prev.text == ",":
-		c.completeNodeIDs(c.listed(toks))
+		c.completeNodeIDs(c.listed(toks), "after")
 	case prev.text == "join":
 		c.completeWords(enumValues["join"], protocol.CompletionItemKindEnumMember)
 	case len(toks) == 2:
@@ -449,7 +452,7 @@ func (c *cursor) completeAfterComma(tail []ltok, fr frame) {
 	if j >= 2 && tail[j-1].kind == lWord {
 		head := tail[j-2]
 		if head.text == "=>" || head.kind == lWord && targetKeys[head.text] {
-			c.completeNodeIDs(c.listed(tail))
+			c.completeNodeIDs(c.listed(tail), targetKind(head.text))
 			return
 		}
 	}
@@ -491,7 +494,16 @@ func (c *cursor) completeInString(t ltok) {
 func (c *cursor) completeItems(fr frame) {
 	switch fr.head {
 	case "top":
-		c.addWords(topItems)
+		ws := topItems
+		if c.hasWorkflow() {
+			ws = nil
+			for _, w := range topItems {
+				if w.name != "workflow" { // a file has one
+					ws = append(ws, w)
+				}
+			}
+		}
+		c.addWords(ws)
 	case "workflow":
 		c.addWords(workflowItems)
 	case "handler":
@@ -514,10 +526,74 @@ func (c *cursor) completeItems(fr frame) {
 		}
 		c.addWords(ws)
 	case "retry", "loop", "compensate", "branch", "finally":
-		c.addWords(blockItems[fr.head])
+		have := c.blockKeys(fr)
+		var ws []word
+		for _, w := range blockItems[fr.head] {
+			if !have[w.name] || w.name == "when" { // a branch has many rules
+				ws = append(ws, w)
+			}
+		}
+		c.addWords(ws)
 	case "with":
 		c.completeConfigFields()
 	}
+}
+
+// hasWorkflow reports whether the file declares a workflow the cursor is
+// not in.
+func (c *cursor) hasWorkflow() bool {
+	for _, it := range c.f.Items {
+		if w, ok := it.(*ast.Workflow); ok && !c.inside(w.Rng()) {
+			return true
+		}
+	}
+	return false
+}
+
+// blockKeys returns the keys of the items of the block of frame fr already
+// written: before the cursor in the local text, and after it when the
+// block parsed. Words inside nested brackets and values are not keys.
+func (c *cursor) blockKeys(fr frame) map[string]bool {
+	have := map[string]bool{}
+	isKey := func(name string) bool {
+		for _, w := range blockItems[fr.head] {
+			if w.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	depth := 0
+	for i := fr.start; i < len(c.toks); i++ {
+		t := c.toks[i]
+		switch {
+		case t.kind == lPunct && (t.text == "{" || t.text == "(" || t.text == "["):
+			depth++
+		case t.kind == lPunct && (t.text == "}" || t.text == ")" || t.text == "]"):
+			depth--
+		case depth == 0 && t.kind == lWord && isKey(t.text) && isSettingKey(c.toks[fr.start:i+1], i-fr.start):
+			have[t.text] = true
+		}
+	}
+	// The items after the cursor, from the syntax tree.
+	if c.node == nil {
+		return have
+	}
+	var block *ast.Block
+	ast.Inspect(c.node, func(n ast.Node) bool {
+		if b, ok := n.(*ast.Block); ok && b.Key != nil && b.Key.Name == fr.head && b.Range.Start < c.off && c.off < b.Range.End {
+			block = b
+		}
+		return n != nil && block == nil
+	})
+	if block != nil {
+		for _, it := range block.Items {
+			if k := ast.KeyOf(it); k != nil && !k.Range.Contains(c.off) {
+				have[k.Name] = true
+			}
+		}
+	}
+	return have
 }
 
 func contains(xs []string, x string) bool {
@@ -671,15 +747,13 @@ func (c *cursor) completeHandlers() {
 	}
 }
 
-func (c *cursor) completeNodeIDs(skip map[string]bool) {
-	c.allowed = c.trigger != "\""
-	_, self := c.nodeScope()
-	for _, id := range c.nodeIDs() {
-		if id == self || skip[id] {
-			continue
-		}
-		c.addNode(id, "0")
+// targetKind is the kind of node list a key starts, for completeNodeIDs.
+func targetKind(key string) string {
+	switch key {
+	case "after", "back_to":
+		return key
 	}
+	return ""
 }
 
 // nodeIDs lists the node ids in source order.
@@ -781,7 +855,7 @@ func (c *cursor) completeExpr() {
 			return
 		}
 	}
-	t, isNode := c.resolveChain(chain)
+	t, isNode := c.resolveChain(chain, c.wordStart)
 	if isNode {
 		n := c.info.Nodes[chain[0]]
 		c.add("output", protocol.CompletionItemKindField, n.Output.String(), "the output of "+n.Kind+" "+n.ID, "0")
@@ -842,10 +916,16 @@ func (c *cursor) chain() ([]string, bool) {
 
 // resolveChain returns the type of the value the chain names; isNode is set
 // when the chain is just a node id (whose only field is output).
-func (c *cursor) resolveChain(chain []string) (t *ir.Type, isNode bool) {
+//
+// end is where the chain ends: a macro variable is looked up in the calls
+// open there.
+func (c *cursor) resolveChain(chain []string, end int) (t *ir.Type, isNode bool) {
 	root := chain[0]
 	_, self := c.nodeScope()
+	mv := c.macroVar(root, end)
 	switch {
+	case mv != nil:
+		t = mv
 	case root == "input" && !c.localVar("input"):
 		t = c.inputType()
 	case root == "run" && !c.localVar("run"):
@@ -876,6 +956,119 @@ func (c *cursor) resolveChain(chain []string) (t *ir.Type, isNode bool) {
 		}
 	}
 	return t, false
+}
+
+// comprehensions are the macros that bind a variable: xs.exists(e, …).
+var comprehensions = map[string]bool{"all": true, "exists": true, "exists_one": true, "filter": true, "map": true}
+
+// macroVar returns the type of name when it is the variable of a
+// comprehension macro open at end: in `xs.exists(e, e.`, the element type
+// of xs (a string for a map's keys); nil otherwise. Strings in between
+// are not skipped: a bracket in one may hide the call.
+func (c *cursor) macroVar(name string, end int) *ir.Type {
+	if bs := c.macroVars(name, end); len(bs) > 0 {
+		return bs[0].elem // the innermost hides the others
+	}
+	return nil
+}
+
+// A macroBinding is the variable of a comprehension macro open at the
+// cursor, and its type (nil when unknown).
+type macroBinding struct {
+	name string
+	elem *ir.Type
+}
+
+// macroVars lists the variables of the comprehension macros open at end,
+// innermost first; only those called name unless name is "".
+func (c *cursor) macroVars(name string, end int) []macroBinding {
+	var out []macroBinding
+	depth := 0
+	for p := end - 1; p >= c.local; p-- {
+		switch c.src[p] {
+		case ')', ']', '}':
+			depth++
+			continue
+		case '[', '{':
+			if depth > 0 {
+				depth--
+			}
+			continue
+		case '(':
+			if depth > 0 {
+				depth--
+				continue
+			}
+		default:
+			continue
+		}
+		// An open call: `recv.macro(v,`?
+		k := c.skipSpace(p+1, end)
+		v := k
+		for v < end && isIdentByte(c.src[v]) {
+			v++
+		}
+		if v == k || name != "" && string(c.src[k:v]) != name || c.skipSpace(v, end) >= end || c.src[c.skipSpace(v, end)] != ',' {
+			continue
+		}
+		m := c.skipSpaceBack(p)
+		ms := m
+		for ms > c.local && isIdentByte(c.src[ms-1]) {
+			ms--
+		}
+		dot := c.skipSpaceBack(ms)
+		if !comprehensions[string(c.src[ms:m])] || dot <= c.local || c.src[dot-1] != '.' {
+			continue
+		}
+		b := macroBinding{name: string(c.src[k:v])}
+		if recv := c.identsEnding(dot - 1); len(recv) > 0 {
+			switch rt, _ := c.resolveChain(recv, dot-1); {
+			case rt == nil:
+			case rt.Kind == ir.KindList:
+				b.elem = rt.Elem
+			case rt.Kind == ir.KindMap:
+				b.elem = &ir.Type{Kind: ir.KindString}
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func (c *cursor) skipSpace(i, end int) int {
+	for i < end && (c.src[i] == ' ' || c.src[i] == '\t' || c.src[i] == '\n' || c.src[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func (c *cursor) skipSpaceBack(i int) int {
+	for i > c.local && (c.src[i-1] == ' ' || c.src[i-1] == '\t' || c.src[i-1] == '\n' || c.src[i-1] == '\r') {
+		i--
+	}
+	return i
+}
+
+// identsEnding reads the identifier chain `a.b.c` that ends at e.
+func (c *cursor) identsEnding(e int) []string {
+	var parts []string
+	for len(parts) <= 32 {
+		k := c.skipSpaceBack(e)
+		end := k
+		for k > c.local && isIdentByte(c.src[k-1]) {
+			k--
+		}
+		if k == end {
+			return nil
+		}
+		parts = append([]string{string(c.src[k:end])}, parts...)
+		j := c.skipSpaceBack(k)
+		if j == c.local || c.src[j-1] != '.' {
+			return parts
+		}
+		e = j - 1
+	}
+	return nil
 }
 
 func (c *cursor) inputType() *ir.Type {
@@ -951,8 +1144,9 @@ func (c *cursor) forEachElem() *ir.Type {
 
 // completeScope offers the names an expression may start with.
 func (c *cursor) completeScope() {
-	_, self := c.nodeScope()
-	if c.container != "top" && c.container != "handler" {
+	// (A workflow that does not parse yet is read from the top: its
+	// frames say the cursor is in it.)
+	if c.container != "top" && c.container != "handler" || c.inFrame("workflow") {
 		c.add("input", protocol.CompletionItemKindVariable, "the workflow's inputs", "", "0")
 		if c.inFrame("finally") {
 			c.add("run", protocol.CompletionItemKindVariable, "the ended run: id, workflow, status, error, started_at, ended_at, duration, failed_nodes", "", "0")
@@ -962,17 +1156,16 @@ func (c *cursor) completeScope() {
 		if c.selfScope() {
 			c.add("output", protocol.CompletionItemKindVariable, "this node's output", "", "0")
 		}
+		for _, b := range c.macroVars("", c.wordStart) {
+			c.add(b.name, protocol.CompletionItemKindVariable, b.elem.String(), "macro variable", "0")
+		}
 		if fe := c.forEach(); fe != nil && fe.Var != nil && c.inFrame("with") {
 			c.add(fe.Var.Name, protocol.CompletionItemKindVariable, "for_each variable", "", "0")
 			if fe.Index != nil {
 				c.add(fe.Index.Name, protocol.CompletionItemKindVariable, "int", "for_each index", "0")
 			}
 		}
-		for _, id := range c.nodeIDs() {
-			if id != self {
-				c.addNode(id, "1")
-			}
-		}
+		c.completeReadable("1")
 	}
 	for _, w := range []string{"true", "false", "null"} {
 		c.add(w, protocol.CompletionItemKindConstant, "", "", "2")

@@ -14,6 +14,7 @@ type completionItem struct {
 	Label    string `json:"label"`
 	Kind     int    `json:"kind"`
 	Detail   string `json:"detail"`
+	SortText string `json:"sortText"`
 	TextEdit *struct {
 		Range   protocol.Range `json:"range"`
 		NewText string         `json:"newText"`
@@ -66,7 +67,7 @@ func TestCompletion(t *testing.T) {
 		{"items already given are not offered", "workflow w {\n  task a {\n    run \"noop\"\n    timeout 3s\n    |\n  }\n}", []string{"with", "retry"}, []string{"run", "timeout"}},
 		{"the item being typed is offered", "workflow w {\n  task a {\n    ru|\n  }\n}", []string{"run"}, nil},
 		{"after a complete setting", "workflow w {\n  task a {\n    timeout 30s |\n  }\n}", []string{"run", "retry"}, []string{"timeout"}},
-		{"retry block", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  | }\n  }\n}", []string{"attempts", "backoff", "delay", "max_delay"}, []string{"run", "while"}},
+		{"retry block", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  | }\n  }\n}", []string{"backoff", "delay", "max_delay"}, []string{"run", "while", "attempts"}},
 		{"backoff values", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  backoff | }\n  }\n}", []string{"fixed", "linear", "exponential"}, []string{"attempts"}},
 		{"loop block", "workflow w {\n  task a {\n    run \"noop\"\n    loop {\n      |\n    }\n  }\n}", []string{"while", "max", "back_to", "exhausted"}, nil},
 		{"back_to", "workflow w {\n  task a { run \"noop\" }\n  task b after a {\n    run \"noop\"\n    loop { while true  max 3  back_to | }\n  }\n}", []string{"a"}, []string{"b", "while"}},
@@ -236,5 +237,124 @@ func TestCompletionTriggers(t *testing.T) {
 	}
 	if got := ask("file:///t6.wf", nodes+"  task b { run \"noop\"  when a.| }\n}", "."); !slices.Contains(got, "output") {
 		t.Errorf("dot: %v", got)
+	}
+}
+
+// sortedLabels returns the labels in the order the editor shows them (by
+// sortText).
+func sortedLabels(items []completionItem) []string {
+	items = slices.Clone(items)
+	slices.SortStableFunc(items, func(a, b completionItem) int { return strings.Compare(a.SortText, b.SortText) })
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Label
+	}
+	return out
+}
+
+// TestCompletionGraph: node ids are offered only where the compiler
+// accepts them: an expression reads ancestors (WF4003), nearest first;
+// `after` and targets never close a cycle; back_to names an ancestor.
+func TestCompletionGraph(t *testing.T) {
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	// lead.wf's agent prompt: qualify runs after score's branch, score
+	// after enrich; the other four nodes run after qualify or beside it.
+	src := strings.Replace(lead, "prompt \"Route 😀 {{", "prompt \"Route {{ | }} 😀 {{", 1)
+	labels, items := completeLabels(t, c, "file:///g1.wf", src)
+	for _, bad := range []string{"enterprise_sales", "standard_sales", "manual_review", "nurture_campaign", "qualify"} {
+		if slices.Contains(labels, bad) {
+			t.Errorf("prompt offers %s, which is not an ancestor of qualify", bad)
+		}
+	}
+	var nodes []string
+	for _, l := range sortedLabels(items) {
+		if l == "score" || l == "enrich" {
+			nodes = append(nodes, l)
+		}
+	}
+	if !slices.Equal(nodes, []string{"score", "enrich"}) {
+		t.Errorf("ancestors in order %v, want [score enrich] (nearest first)", nodes)
+	}
+
+	nodes4 := "  task a { run \"noop\" }\n  task b after a { run \"noop\" }\n  task c after b { run \"noop\" }\n  task d { run \"noop\" }\n"
+	cases := []struct {
+		name    string
+		src     string
+		want    []string
+		notWant []string
+	}{
+		{"after: no descendant", "workflow w {\n" + nodes4 + "  task e after d { run \"noop\" }\n  task a2 after d, | { run \"noop\" }\n}", []string{"a", "b", "c", "e"}, []string{"a2", "d"}},
+		{"after: descendants of the node", "workflow w {\n  task a after d, | { run \"noop\" }\n  task b after a { run \"noop\" }\n  task c after b { run \"noop\" }\n  task d { run \"noop\" }\n  task x { run \"noop\" }\n}", []string{"x"}, []string{"a", "b", "c", "d"}},
+		{"on_error: no ancestor", "workflow w {\n" + nodes4 + "  task e after c {\n    run \"noop\"\n    on_error => |\n  }\n}", []string{"d"}, []string{"a", "b", "c", "e"}},
+		{"branch: no ancestor", "workflow w {\n" + nodes4 + "  task e after c {\n    run \"noop\"\n    branch { when true => d, | }\n  }\n}", nil, []string{"a", "b", "c", "d", "e"}},
+		{"routes: no ancestor", "workflow w {\n" + nodes4 + "  agent e after c {\n    model \"m\"\n    prompt \"p\"\n    routes |\n  }\n}", []string{"d"}, []string{"a", "b", "c", "e"}},
+		{"back_to: ancestors only", "workflow w {\n" + nodes4 + "  task e after c {\n    run \"noop\"\n    loop { while true  max 3  back_to | }\n  }\n}", []string{"a", "b", "c"}, []string{"d", "e"}},
+		{"expression: ancestors only", "workflow w {\n" + nodes4 + "  task e after c { run \"noop\"  when | }\n}", []string{"a", "b", "c"}, []string{"d", "e"}},
+		{"expression in a node being written", "workflow w {\n" + nodes4 + "  task e after b {\n    run \"cel\"\n    with { x = |", []string{"a", "b"}, []string{"c", "d", "e"}},
+		{"workflow output: every node", "workflow w {\n" + nodes4 + "  output { r = | }\n}", []string{"a", "b", "c", "d"}, nil},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			labels, _ := completeLabels(t, c, "file:///g"+strings.Repeat("x", i)+".wf", tc.src)
+			for _, w := range tc.want {
+				if !slices.Contains(labels, w) {
+					t.Errorf("missing %q in %v", w, labels)
+				}
+			}
+			for _, w := range tc.notWant {
+				if slices.Contains(labels, w) {
+					t.Errorf("unexpected %q in %v", w, labels)
+				}
+			}
+		})
+	}
+	// Targets: the nodes below first, nearest first.
+	_, items = completeLabels(t, c, "file:///g-order.wf", "workflow w {\n  task p { run \"noop\" }\n  task a {\n    run \"noop\"\n    on_error => |\n  }\n  task n1 { run \"noop\" }\n  task n2 { run \"noop\" }\n}")
+	if got := sortedLabels(items); !slices.Equal(got, []string{"n1", "n2", "p"}) {
+		t.Errorf("on_error targets in order %v, want [n1 n2 p]", got)
+	}
+}
+
+// TestCompletionNoise: what cannot be written is not offered: cel-go's
+// internal functions, `in` (an operator), items already given in a block, a
+// second workflow.
+func TestCompletionNoise(t *testing.T) {
+	cases := []struct {
+		name    string
+		src     string
+		want    []string
+		notWant []string
+	}{
+		{"math internals", "workflow w {\n  task a { run \"cel\"  with { x = math.| } }\n}", []string{"greatest", "least", "abs"}, []string{"@max", "@min"}},
+		{"in is an operator", "workflow w {\n  task a { run \"cel\"  with { x = | } }\n}", []string{"size", "has"}, []string{"in"}},
+		{"retry items given", "workflow w {\n  task a {\n    run \"noop\"\n    retry { attempts 3  backoff linear  | }\n  }\n}", []string{"delay", "max_delay"}, []string{"attempts", "backoff"}},
+		{"retry items given after the cursor", "workflow w {\n  task a {\n    run \"noop\"\n    retry { | attempts 3 }\n  }\n}", []string{"delay", "backoff"}, []string{"attempts"}},
+		{"loop items given", "workflow w {\n  task a {\n    run \"noop\"\n    loop {\n      while true\n      max 3\n      |\n    }\n  }\n}", []string{"back_to", "exhausted"}, []string{"while", "max"}},
+		{"branch rules repeat", "workflow w {\n  task a {\n    run \"noop\"\n    branch {\n      when true => b\n      |\n    }\n  }\n  task b { run \"noop\" }\n}", []string{"when", "else"}, nil},
+		{"one workflow", "workflow w {\n  task a { run \"noop\" }\n}\n|", []string{"handler", "import"}, []string{"workflow"}},
+		{"the first workflow", "|", []string{"workflow"}, nil},
+		{"macro variable", handlerSvc + "workflow w {\n  task a { run \"svc\" with { key = \"k\" } }\n  task b after a { run \"cel\" with { x = a.output.items.exists(e, e.| } }\n}", []string{"startsWith", "size"}, []string{"exists"}},
+		{"macro variable, object elements", "workflow w {\n  agent q { model \"m\"  prompt \"p\"  output { rows: list<{ id: string  n: int }> } }\n  task b after q { run \"cel\" with { x = q.output.rows.filter(r, r.n > 1 && r.| } }\n}", []string{"id", "n"}, nil},
+		{"nested macro variables", "workflow w {\n  agent q { model \"m\"  prompt \"p\"  output { rows: list<{ tags: list<{ k: string }> }> } }\n  task b after q { run \"cel\" with { x = q.output.rows.all(r, r.tags.exists(t, t.| )) } }\n}", []string{"k"}, nil},
+		{"macro variable in scope", "workflow w {\n  input { names: list<string> }\n  task a { run \"cel\"  with { x = input.names.exists(n, size(|) > 2) } }\n}", []string{"n", "input"}, nil},
+		{"macro variable in a template", "workflow w {\n  input { names: list<string> }\n  agent q { model \"m\"  prompt \"{{ input.names.map(n, n.| }}\" }\n}", []string{"upperAscii"}, nil},
+	}
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			labels, _ := completeLabels(t, c, "file:///n"+strings.Repeat("x", i)+".wf", tc.src)
+			for _, w := range tc.want {
+				if !slices.Contains(labels, w) {
+					t.Errorf("missing %q in %v", w, labels)
+				}
+			}
+			for _, w := range tc.notWant {
+				if slices.Contains(labels, w) {
+					t.Errorf("unexpected %q in %v", w, labels)
+				}
+			}
+		})
 	}
 }

@@ -596,3 +596,178 @@ func TestJoinRule(t *testing.T) {
 		}
 	}
 }
+
+// TestHoverCEL: inside an expression the hover is the innermost
+// sub-expression under the cursor, with its own type: a field its declared
+// type, `output` its fields, has() a bool, a macro variable its element.
+func TestHoverCEL(t *testing.T) {
+	c, uri := openLead(t)
+	cases := []struct {
+		name string
+		pos  protocol.Position
+		want string
+	}{
+		{"own output field", at(t, lead, "output.score >=", 0, 8), "```wf\nscore.output.score: int\n```\nfield of the output of task score"},
+		{"the dot of a select", at(t, lead, "output.score >=", 0, 6), "```cel\noutput\n```\ntype `{ score: int }`"},
+		{"own output", at(t, lead, "output.score >=", 0, 2), "```cel\noutput\n```\ntype `{ score: int }`"},
+		{"has", at(t, lead, "has(qualify", 0, 1), "```cel\nhas(qualify.output)\n```\ntype `bool`"},
+		{"an operator", at(t, lead, ">= 80", 0, 0), "```cel\noutput.score >= 80\n```\ntype `bool`"},
+		{"the other side of &&", at(t, lead, "> 100000.0", 0, 0), "```cel\nenrich.output.revenue > 100000.0\n```\ntype `bool`"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if text, _ := hoverAt(t, c, uri, tc.pos); text != tc.want {
+				t.Errorf("hover = %q, want %q", text, tc.want)
+			}
+		})
+	}
+	src := "workflow w {\n  input { rows: list<{ id: string  n: int }>  m: map<int> }\n  task a {\n    run \"cel\"\n    with {\n      x = input.rows.exists(r, r.n > size(input.rows) && r.id.startsWith(\"a\"))\n      y = math.greatest(1, input.rows[0].n)\n    }\n  }\n}\n"
+	c.open("file:///cel.wf", src)
+	macro := []struct {
+		name string
+		pos  protocol.Position
+		want string
+	}{
+		{"macro variable declared", at(t, src, "exists(r", 0, 7), "```cel\nr\n```\ntype `{ id: string  n: int }`"},
+		{"macro variable used", at(t, src, "r.n >", 0, 0), "```cel\nr\n```\ntype `{ id: string  n: int }`"},
+		{"field of a macro variable", at(t, src, "r.n >", 0, 2), "```cel\nr.n\n```\ntype `int`"},
+		{"the macro", at(t, src, "exists(r", 0, 2), "```cel\ninput.rows.exists(r, r.n > size(input.rows) && r.id.startsWith(\"a\"))\n```\ntype `bool`"},
+		{"a function", at(t, src, "size(", 0, 1), "```cel\nsize(input.rows)\n```\ntype `int`"},
+		{"a member function", at(t, src, "startsWith", 0, 3), "```cel\nr.id.startsWith(\"a\")\n```\ntype `bool`"},
+		{"an index", at(t, src, "[0]", 0, 1), "```cel\n0\n```\ntype `int`"},
+		{"an indexed element", at(t, src, "[0]", 0, 3), "```cel\ninput.rows[0]\n```\ntype `{ id: string  n: int }`"},
+		{"a namespaced macro", at(t, src, "greatest", 0, 2), "```cel\nmath.greatest(1, input.rows[0].n)\n```\ntype `int`"},
+	}
+	for _, tc := range macro {
+		t.Run(tc.name, func(t *testing.T) {
+			if text, _ := hoverAt(t, c, "file:///cel.wf", tc.pos); text != tc.want {
+				t.Errorf("hover = %q, want %q", text, tc.want)
+			}
+		})
+	}
+}
+
+// TestFieldNavigation: output fields are symbols everywhere: the node's own
+// output (output.f in branch, loop, compensate), nested fields, and at
+// their declaration, where they can be renamed.
+func TestFieldNavigation(t *testing.T) {
+	c, uri := openLead(t)
+	// Definition of output.score: the with entry of the cel handler.
+	locs := locations(t, c, "textDocument/definition", uri, at(t, lead, "output.score >=", 0, 8), nil)
+	if len(locs) != 1 || locs[0].Range.Start != at(t, lead, "score = enrich", 0, 0) {
+		t.Errorf("definition of output.score = %+v", locs)
+	}
+	// Hover at a declaration.
+	if text, _ := hoverAt(t, c, uri, at(t, lead, "revenue: number", 0, 1)); !strings.Contains(text, "enrich.output.revenue: number") {
+		t.Errorf("hover on a field declaration = %q", text)
+	}
+	rename := func(src string, p protocol.Position, newName string) (string, *rpcError) {
+		params := tdp(uri, p)
+		params["newName"] = newName
+		var edit struct {
+			Changes map[string][]protocol.TextEdit `json:"changes"`
+		}
+		if err := c.call("textDocument/rename", params, &edit); err != nil {
+			return "", err
+		}
+		return applyEdits(t, src, edit.Changes[uri]), nil
+	}
+	// At the declaration of a handler's output field: the schema, the
+	// branch and the template.
+	got, err := rename(lead, at(t, lead, "revenue: number", 0, 2), "turnover")
+	if err != nil {
+		t.Fatalf("rename at the declaration: %v", err.Message)
+	}
+	if want := strings.ReplaceAll(lead, "revenue", "turnover"); got != want {
+		t.Errorf("rename of revenue:\n%s", got)
+	}
+	// At a with entry of an open handler, and its own-output use.
+	got, err = rename(lead, at(t, lead, "score = enrich", 0, 1), "rating")
+	if err != nil {
+		t.Fatalf("rename of a with entry: %v", err.Message)
+	}
+	if !strings.Contains(got, "with { rating = enrich") || !strings.Contains(got, "when output.rating >= 80") {
+		t.Errorf("rename of score's field:\n%s", got)
+	}
+	c.changeFull(uri, 2, got)
+	if d := c.diagnostics(uri, 2); len(d) != 0 {
+		t.Errorf("after the rename: %v", d)
+	}
+	// From a use.
+	got2, err := rename(got, at(t, got, "output.rating", 0, 8), "grade")
+	if err != nil || !strings.Contains(got2, "with { grade = enrich") {
+		t.Errorf("rename from a use: %v\n%s", err, got2)
+	}
+	// Refused: a name taken, a built-in handler's output.
+	if _, err := rename(got, at(t, got, "employees > 500", 0, 1), "name"); err == nil || !strings.Contains(err.Message, "already exists") {
+		t.Errorf("rename to an existing field: %v", err)
+	}
+
+	// Nested fields.
+	src := "workflow w {\n  agent q {\n    model \"m\"\n    prompt \"p\"\n    output { deep: { inner: { leaf: bool } } }\n  }\n  task b after q { run \"cel\"  with { x = q.output.deep.inner.leaf } }\n}\n"
+	nuri := "file:///nested.wf"
+	c.open(nuri, src)
+	if text, _ := hoverAt(t, c, nuri, at(t, src, "leaf }", 0, 1)); !strings.Contains(text, "q.output.deep.inner.leaf: bool") {
+		t.Errorf("hover on a nested field = %q", text)
+	}
+	locs = locations(t, c, "textDocument/definition", nuri, at(t, src, "leaf }", 0, 1), nil)
+	if len(locs) != 1 || locs[0].Range.Start != at(t, src, "leaf: bool", 0, 0) {
+		t.Errorf("definition of a nested field = %+v", locs)
+	}
+	locs = locations(t, c, "textDocument/definition", nuri, at(t, src, "inner.leaf }", 0, 1), nil)
+	if len(locs) != 1 || locs[0].Range.Start != at(t, src, "inner: {", 0, 0) {
+		t.Errorf("definition of a nested field = %+v", locs)
+	}
+}
+
+// TestLocalNavigation: for_each variables, the workflow's output entries,
+// import paths and a flow node's output fields have hover and definition.
+func TestLocalNavigation(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "lib.wf"), []byte("handler \"svc\" { output { v: int } }\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "child.wf"), []byte("workflow child {\n  input { n: int }\n  task t { run \"cel\"  with { v = input.n } }\n  output { total = t.output.v }\n}\n"), 0o644)
+	src := "import \"lib.wf\"\nworkflow w {\n  input { ids: list<string> }\n  task a {\n    run \"cel\"\n    for_each i, id in input.ids\n    with { x = id + string(i) }\n  }\n  flow f after a { uses \"child.wf\"  with { n = 1 } }\n  task b after f { run \"cel\"  with { y = f.output.total } }\n  output { count = size(a.output) }\n}\n"
+	path := filepath.Join(dir, "main.wf")
+	os.WriteFile(path, []byte(src), 0o644)
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := pathToURI(path)
+	c.open(uri, src)
+	if d := c.diagnostics(uri, 1); len(d) != 0 {
+		t.Fatalf("diagnostics: %v", d)
+	}
+	hovers := []struct {
+		name string
+		pos  protocol.Position
+		want string
+	}{
+		{"for_each variable", at(t, src, "id in", 0, 1), "id: string"},
+		{"for_each variable used", at(t, src, "id + string", 0, 1), "for_each variable"},
+		{"for_each index", at(t, src, "i, id", 0, 0), "i: int"},
+		{"workflow output", at(t, src, "count =", 0, 1), "output.count: int"},
+		{"import path", at(t, src, "\"lib.wf\"", 0, 2), "handlers `svc`"},
+		{"flow output field", at(t, src, "total }", 0, 1), "f.output.total: int"},
+	}
+	for _, h := range hovers {
+		if text, _ := hoverAt(t, c, uri, h.pos); !strings.Contains(text, h.want) {
+			t.Errorf("%s: hover = %q, want %q", h.name, text, h.want)
+		}
+	}
+	defs := []struct {
+		name string
+		from protocol.Position
+		uri  string
+		to   protocol.Position
+	}{
+		{"for_each variable", at(t, src, "id + string", 0, 1), uri, at(t, src, "id in", 0, 0)},
+		{"for_each index", at(t, src, "i) }", 0, 0), uri, at(t, src, "i, id", 0, 0)},
+		{"import path", at(t, src, "\"lib.wf\"", 0, 2), pathToURI(filepath.Join(dir, "lib.wf")), pos(0, 0)},
+		{"flow output field", at(t, src, "total }", 0, 1), pathToURI(filepath.Join(dir, "child.wf")), pos(3, 11)},
+	}
+	for _, d := range defs {
+		locs := locations(t, c, "textDocument/definition", uri, d.from, nil)
+		if len(locs) != 1 || locs[0].URI != d.uri || locs[0].Range.Start != d.to {
+			t.Errorf("%s: definition = %+v, want %s %v", d.name, locs, d.uri, d.to)
+		}
+	}
+}

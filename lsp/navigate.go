@@ -37,6 +37,9 @@ func hoverText(res *compiler.Result, off int) (string, source.Range, bool) {
 			return text, sym.at, true
 		}
 	}
+	if l, ok := localAt(res, off); ok {
+		return l.text, l.at, true
+	}
 	if e, ei := exprAt(res, off); ei != nil {
 		if sub, ok := ei.TypeAt(off); ok {
 			return fmt.Sprintf("```cel\n%s\n```\ntype `%s`", clip(res.File.Text(sub.Range)), sub.Type), sub.Range, true
@@ -159,13 +162,16 @@ func describe(res *compiler.Result, sym symbol) string {
 			fmt.Fprintf(&b, "```wf\n%s\n%s\n```", formatBlock("config", h.Config), formatBlock("output", h.Output))
 		}
 	case compiler.RefField:
-		id, field, _ := strings.Cut(sym.name, ".")
+		id, path, _ := strings.Cut(sym.name, ".")
 		n := info.Nodes[id]
 		if n == nil {
 			return ""
 		}
-		t := fieldType(n.Output, field)
-		fmt.Fprintf(&b, "```wf\n%s.output.%s: %s\n```\nfield of the output of %s %s", id, field, t.String(), n.Kind, id)
+		t := n.Output
+		for _, f := range strings.Split(path, ".") {
+			t = fieldType(t, f)
+		}
+		fmt.Fprintf(&b, "```wf\n%s.output.%s: %s\n```\nfield of the output of %s %s", id, path, t.String(), n.Kind, id)
 	}
 	return b.String()
 }
@@ -266,6 +272,18 @@ func (s *server) definition(p *protocol.DefinitionParams) (any, error) {
 	}
 	snap, res, sym, ok := s.symbolUnder(p.TextDocument.URI, p.Position)
 	if !ok {
+		if snap == nil {
+			return nil, nil
+		}
+		// for_each variables, import paths.
+		l, ok := localAt(res, snap.m.Offset(p.Position))
+		switch {
+		case !ok:
+		case l.file != "":
+			return []protocol.Location{{URI: pathToURI(l.file)}}, nil
+		case l.decl.Len() > 0:
+			return []protocol.Location{{URI: snap.uri, Range: snap.m.Range(l.decl)}}, nil
+		}
 		return nil, nil
 	}
 	file, r, ok := declRange(res, sym)
@@ -327,19 +345,31 @@ func renameTarget(res *compiler.Result, off int) (symbol, error) {
 		return symbol{}, errNothingToRename
 	}
 	switch sym.kind {
-	case compiler.RefNode, compiler.RefInput:
+	case compiler.RefNode, compiler.RefInput, compiler.RefField:
 	case compiler.RefHandler:
 		return symbol{}, errors.New("handlers cannot be renamed: other files may run them by name")
 	default:
-		return symbol{}, errors.New("only node ids and inputs can be renamed; rename a field where it is declared")
+		return symbol{}, errors.New("only node ids, inputs and output fields can be renamed")
 	}
-	if _, _, ok := declRange(res, sym); !ok {
+	file, _, ok := declRange(res, sym)
+	switch {
+	case !ok && sym.kind == compiler.RefField:
+		return symbol{}, fmt.Errorf("the field `%s` is not declared in this file (a built-in handler's or a child workflow's output)", fieldPath(sym.name))
+	case !ok:
 		return symbol{}, fmt.Errorf("`%s` is not declared in this file", sym.name)
+	case file != res.File.Name:
+		return symbol{}, fmt.Errorf("the field `%s` is declared in %s; rename it there", fieldPath(sym.name), file)
 	}
 	return sym, nil
 }
 
-var errNothingToRename = errors.New("there is no node id or input here to rename")
+var errNothingToRename = errors.New("there is no node id, input or field here to rename")
+
+// fieldPath spells a field symbol's name "n.a.b" as n.output.a.b.
+func fieldPath(name string) string {
+	id, path, _ := strings.Cut(name, ".")
+	return id + ".output." + path
+}
 
 // prepareRename tells the editor what range a rename would change.
 func (s *server) prepareRename(p *protocol.PrepareRenameParams) (any, error) {
@@ -390,6 +420,23 @@ func (s *server) rename(p *protocol.RenameParams) (*protocol.WorkspaceEdit, erro
 	case compiler.RefInput:
 		if res.Info.Inputs[name] != nil {
 			return nil, fmt.Errorf("an input named `%s` already exists", name)
+		}
+	case compiler.RefField:
+		id, path, _ := strings.Cut(sym.name, ".")
+		parent := ""
+		if k := strings.LastIndexByte(path, '.'); k >= 0 {
+			parent = path[:k]
+		}
+		if n := res.Info.Nodes[id]; n != nil {
+			t := n.Output
+			if parent != "" {
+				for _, f := range strings.Split(parent, ".") {
+					t = fieldType(t, f)
+				}
+			}
+			if fieldType(t, name) != nil {
+				return nil, fmt.Errorf("a field named `%s` already exists", name)
+			}
 		}
 	}
 	var edits []protocol.TextEdit

@@ -64,6 +64,7 @@ func declarations(res *compiler.Result) []symbol {
 		if h.Name != nil {
 			if hi := res.Info.Handlers[h.Name.Value]; hi != nil && hi.Decl == h {
 				out = append(out, symbol{kind: compiler.RefHandler, name: hi.Name, at: h.Name.Range, decl: true})
+				out = append(out, handlerFieldDeclarations(res, h)...)
 			}
 		}
 	}
@@ -77,6 +78,7 @@ func declarations(res *compiler.Result) []symbol {
 				case *ast.NodeDecl:
 					if ni := res.Info.Nodes[wi.Name.Name]; ni != nil && ni.Decl == wi {
 						out = append(out, symbol{kind: compiler.RefNode, name: ni.ID, at: wi.Name.Range, decl: true})
+						out = append(out, fieldDeclarations(res, ni)...)
 					}
 				case *ast.Bad:
 					if wi.Name != nil {
@@ -94,6 +96,83 @@ func declarations(res *compiler.Result) []symbol {
 					addHandler(wi)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// fieldDeclarations lists the fields node n's output declares in this
+// file: in its output block (nested ones too), in its handler's output
+// schema, and, for the open handlers (cel, echo), in its with block. A
+// field is named by its path from the node: "n.a.b".
+func fieldDeclarations(res *compiler.Result, n *compiler.NodeInfo) []symbol {
+	var out []symbol
+	var fields func(prefix string, fs []*ast.Field)
+	fields = func(prefix string, fs []*ast.Field) {
+		for _, f := range fs {
+			if f == nil || f.Name == nil {
+				continue
+			}
+			name := prefix + "." + f.Name.Name
+			out = append(out, symbol{kind: compiler.RefField, name: name, at: f.Name.Range, decl: true})
+			if f.Type != nil && f.Type.Name == nil {
+				fields(name, f.Type.Fields)
+			}
+		}
+	}
+	for _, it := range n.Decl.Items {
+		switch it := it.(type) {
+		case *ast.TypeBlock:
+			if it.Key.Name == "output" {
+				fields(n.ID, it.Fields)
+			}
+		case *ast.ParamBlock:
+			if h := handlerOf(res.Info, n.Handler); it.Key.Name == "with" && h != nil && h.Open {
+				for _, p := range it.Params {
+					if p.Name != nil {
+						out = append(out, symbol{kind: compiler.RefField, name: n.ID + "." + p.Name.Name, at: p.Name.Range, decl: true})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// handlerFieldDeclarations lists the fields of the output schema of a
+// handler declared in this file, named after the first node that runs it
+// ("n.a"); none when no node does.
+func handlerFieldDeclarations(res *compiler.Result, h *ast.Handler) []symbol {
+	if h.Name == nil {
+		return nil
+	}
+	user := ""
+	for _, id := range res.Info.Order {
+		if n := res.Info.Nodes[id]; n != nil && n.Handler == h.Name.Value && n.Decl != nil {
+			user = id
+			break
+		}
+	}
+	if user == "" {
+		return nil
+	}
+	var out []symbol
+	var fields func(prefix string, fs []*ast.Field)
+	fields = func(prefix string, fs []*ast.Field) {
+		for _, f := range fs {
+			if f == nil || f.Name == nil {
+				continue
+			}
+			name := prefix + "." + f.Name.Name
+			out = append(out, symbol{kind: compiler.RefField, name: name, at: f.Name.Range, decl: true})
+			if f.Type != nil && f.Type.Name == nil {
+				fields(name, f.Type.Fields)
+			}
+		}
+	}
+	for _, it := range h.Items {
+		if tb, ok := it.(*ast.TypeBlock); ok && tb.Key.Name == "output" {
+			fields(user, tb.Fields)
 		}
 	}
 	return out
@@ -128,14 +207,36 @@ func declRange(res *compiler.Result, sym symbol) (file string, r source.Range, o
 	return "", source.Range{}, false
 }
 
-// fieldDecl finds where the field of "node.field" is declared: in the
-// node's output block, in its handler's output schema, or, for the open
-// handlers (cel, echo), in its with block.
+// fieldDecl finds where the field of "node.field" (or "node.a.b", a
+// nested field) is declared: in the node's output block, in its handler's
+// output schema, or, for the open handlers (cel, echo), in its with block.
 func fieldDecl(res *compiler.Result, name string) (string, source.Range, bool) {
-	id, field, _ := strings.Cut(name, ".")
+	id, path, _ := strings.Cut(name, ".")
+	field, rest, nested := strings.Cut(path, ".")
 	ni := res.Info.Nodes[id]
 	if ni == nil || ni.Decl == nil {
 		return "", source.Range{}, false
+	}
+	// below descends from the declaration of the first field.
+	below := func(file string, f *ast.Field) (string, source.Range, bool) {
+		for _, p := range strings.Split(rest, ".") {
+			if !nested {
+				break
+			}
+			var next *ast.Field
+			if f.Type != nil && f.Type.Name == nil {
+				for _, sub := range f.Type.Fields {
+					if sub != nil && sub.Name != nil && sub.Name.Name == p {
+						next = sub
+					}
+				}
+			}
+			if next == nil {
+				return "", source.Range{}, false
+			}
+			f = next
+		}
+		return file, f.Name.Range, true
 	}
 	var with *ast.ParamBlock
 	for _, it := range ni.Decl.Items {
@@ -144,7 +245,7 @@ func fieldDecl(res *compiler.Result, name string) (string, source.Range, bool) {
 			if it.Key.Name == "output" {
 				for _, f := range it.Fields {
 					if f.Name.Name == field {
-						return res.File.Name, f.Name.Range, true
+						return below(res.File.Name, f)
 					}
 				}
 			}
@@ -154,7 +255,7 @@ func fieldDecl(res *compiler.Result, name string) (string, source.Range, bool) {
 			}
 		}
 	}
-	if h := res.Info.Handlers[ni.Handler]; h != nil {
+	if h := handlerOf(res.Info, ni.Handler); h != nil {
 		if h.Decl != nil {
 			for _, it := range h.Decl.Items {
 				if tb, ok := it.(*ast.TypeBlock); ok && tb.Key.Name == "output" {
@@ -164,19 +265,22 @@ func fieldDecl(res *compiler.Result, name string) (string, source.Range, bool) {
 							if file == "" {
 								file = res.File.Name
 							}
-							return file, f.Name.Range, true
+							return below(file, f)
 						}
 					}
 				}
 			}
 		}
-		if h.Open && with != nil {
+		if h.Open && with != nil && !nested {
 			for _, p := range with.Params {
 				if p.Name.Name == field {
 					return res.File.Name, p.Name.Range, true
 				}
 			}
 		}
+	}
+	if !nested {
+		return childFieldDecl(res, ni, field)
 	}
 	return "", source.Range{}, false
 }
@@ -194,8 +298,25 @@ func symbolRefs(res *compiler.Result, sym symbol, withDecl bool) []source.Range 
 	for _, r := range out {
 		seen[r] = true
 	}
+	// A field is every use of its declaration: a handler's output field
+	// is read through each node that runs the handler.
+	var same func(compiler.Ref) bool
+	if sym.kind == compiler.RefField {
+		if file, decl, ok := declRange(res, sym); ok {
+			memo := map[string]bool{}
+			same = func(r compiler.Ref) bool {
+				v, ok := memo[r.Name]
+				if !ok {
+					f, d, ok := fieldDecl(res, r.Name)
+					v = ok && f == file && d == decl
+					memo[r.Name] = v
+				}
+				return v
+			}
+		}
+	}
 	for _, r := range res.Info.Refs {
-		if r.Kind == sym.kind && r.Name == sym.name && !seen[r.Range] {
+		if r.Kind == sym.kind && (r.Name == sym.name || same != nil && same(r)) && !seen[r.Range] {
 			seen[r.Range] = true
 			out = append(out, r.Range)
 		}

@@ -358,6 +358,9 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 			return
 		}
 		cfg, what = h.Config, "handler \""+h.Name+"\""
+		if h.Builtin && h.Name == "wait" {
+			s.checkWait(n, with)
+		}
 	case n.kind == "flow":
 		if n.child == nil {
 			return
@@ -371,6 +374,28 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 		anchor = with.Key
 	}
 	s.checkParams(cfg, with, pts, anchor, what)
+}
+
+// checkWait checks that a `wait` task sets exactly one of `for` and
+// `until`, which its config schema cannot say.
+func (s *state) checkWait(n *node, with *ast.ParamBlock) {
+	anchor := n.ident.Range
+	var set []string
+	if with != nil {
+		anchor = with.Key.Range
+		for _, p := range with.Params {
+			if p.Name.Name == "for" || p.Name.Name == "until" {
+				set = append(set, p.Name.Name)
+			}
+		}
+	}
+	switch len(set) {
+	case 0:
+		s.errorf(diag.MissingConfig, anchor, "handler \"wait\" needs `for` (a duration) or `until` (a time)").
+			WithHint("write `with { for = \"1h\" }` or `with { until = \"2026-12-01T09:00:00Z\" }`")
+	case 2:
+		s.errorf(diag.BadValue, anchor, "handler \"wait\" takes `for` or `until`, not both")
+	}
 }
 
 func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Type, anchor *ast.Ident, what string) {

@@ -1,0 +1,46 @@
+package compiler
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wfc-lang/wfc/lang/diag"
+)
+
+// TestWaitConfig: the built-in wait takes exactly one of for and until.
+func TestWaitConfig(t *testing.T) {
+	cases := []struct {
+		with string
+		code diag.Code // "" for no error
+	}{
+		{`with { for = "336h" }`, ""},
+		{`with { for = duration("1s") }`, ""},
+		{`with { until = "2026-12-01T09:00:00Z" }`, ""},
+		{`with { until = a.output.until }`, ""},
+		{``, diag.MissingConfig},
+		{`with { }`, diag.MissingConfig},
+		{`with { for = "1s"  until = "2026-12-01T09:00:00Z" }`, diag.BadValue},
+		{`with { for = 3 }`, diag.ConfigType},
+		{`with { until = 3 }`, diag.ConfigType},
+		{`with { at = "1s" }`, diag.UnknownConfig},
+	}
+	for _, c := range cases {
+		src := "workflow w {\n  task a { run \"wait\" with { for = \"1s\" } }\n  task b after a { run \"wait\" " + c.with + " }\n}\n"
+		res := Compile("w.wf", []byte(src), Config{})
+		var codes []string
+		for _, d := range res.Diags {
+			if d.Severity == diag.Error {
+				codes = append(codes, string(d.Code)+": "+d.Message)
+			}
+		}
+		if c.code == "" {
+			if len(codes) > 0 {
+				t.Errorf("%s: %v", c.with, codes)
+			}
+			continue
+		}
+		if !strings.Contains(strings.Join(codes, "\n"), string(c.code)+":") {
+			t.Errorf("%s: got %v, want %s", c.with, codes, c.code)
+		}
+	}
+}

@@ -188,6 +188,9 @@ func RunType(ended bool) *ir.Type {
 // anywhere).
 func (s *state) checkFinally() {
 	f := s.finally
+	if f != nil {
+		s.noWait(f.handler, f.run, "the finally step")
+	}
 	if f == nil || f.with == nil {
 		return
 	}
@@ -303,6 +306,9 @@ func (s *state) checkNode(n *node) {
 	if n.loop != nil && n.loop.while != nil {
 		s.wantBool(s.check(self, n.loop.while, n), n.loop.while, "while")
 	}
+	if c := n.compensate; c != nil {
+		s.noWait(c.handler, c.run, "a compensation")
+	}
 	if c := n.compensate; c != nil && c.with != nil {
 		pts := make([]*types.Type, len(c.with.Params))
 		for i, p := range c.with.Params {
@@ -395,6 +401,19 @@ func (s *state) checkWait(n *node, with *ast.ParamBlock) {
 			WithHint("write `with { for = \"1h\" }` or `with { until = \"2026-12-01T09:00:00Z\" }`")
 	case 2:
 		s.errorf(diag.BadValue, anchor, "handler \"wait\" takes `for` or `until`, not both")
+	}
+	if n.forEach != nil {
+		s.errorf(diag.BadValue, n.forEach.Key.Range, "handler \"wait\" cannot run per `for_each` item: the runtime parks only a task's own execution").
+			WithHint("wait in a task before or after the for_each, or use \"sleep\" for short pauses")
+	}
+}
+
+// noWait refuses the built-in wait where the runtime cannot park the
+// execution: a compensation or the finally step.
+func (s *state) noWait(handler string, run *ast.String, where string) {
+	if h := s.handlers[handler]; h != nil && h.Builtin && h.Name == "wait" && run != nil {
+		s.errorf(diag.BadValue, run.Range, "handler \"wait\" cannot run as %s: the runtime parks only a task's own execution", where).
+			WithHint("use \"sleep\" for a short pause")
 	}
 }
 

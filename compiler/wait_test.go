@@ -44,3 +44,23 @@ func TestWaitConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitWhereNot: wait runs only as a task's own handler.
+func TestWaitWhereNot(t *testing.T) {
+	for _, src := range []string{
+		"workflow w {\n  task a {\n    for_each x in [1, 2]\n    run \"wait\"\n    with { for = \"1s\" }\n  }\n}\n",
+		"workflow w {\n  task a {\n    run \"noop\"\n    compensate { run \"wait\" }\n  }\n}\n",
+		"workflow w {\n  task a { run \"noop\" }\n  finally { run \"wait\"  with { for = \"1s\" } }\n}\n",
+	} {
+		res := Compile("w.wf", []byte(src), Config{})
+		found := false
+		for _, d := range res.Diags {
+			if d.Code == diag.BadValue && strings.Contains(d.Message, "the runtime parks only a task's own execution") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: %v", src, res.Diags)
+		}
+	}
+}

@@ -258,3 +258,26 @@ func TestWaitRedisRestart(t *testing.T) {
 	}
 	waitNoPending(t, v.e)
 }
+
+// TestWaitLoop: a wait in a loop body parks and wakes per iteration, and
+// its wake evaluates the loop.
+func TestWaitLoop(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		registerPoll(v)
+		v.worker()
+		w := build(t, wfSpec{outputs: []ir.Output{output("n", "check.output.n")}, nodes: []*nodeSpec{
+			task("check", "poll"),
+			task("w", "wait", after("check"), with("for", konst(`"50ms"`)), outType(waitOut), loop("check.output.n < 3", 5, "check")),
+		}})
+		st := v.run(w, nil)
+		if st.State != RunCompleted || string(st.Result) != `{"n":3}` {
+			t.Fatalf("%s", dump(st))
+		}
+		for _, x := range []string{"w@1", "w@2", "w@3"} {
+			if nodeState(st, x) != NodeCompleted || eventCount(v, st.RunID, "node.waiting", x) != 1 {
+				t.Errorf("%s: %s", x, nodeState(st, x))
+			}
+		}
+	})
+}

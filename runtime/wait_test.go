@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -59,6 +60,33 @@ func eventCount(v *env, run, typ, x string) int {
 	return n
 }
 
+// lateness returns how long after its due time run's wait x completed
+// (from its node.waiting and node.completed events).
+func lateness(v *env, run, x string) time.Duration {
+	v.t.Helper()
+	evs, err := v.e.Events(v.ctx, run)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	var due, done time.Time
+	for _, ev := range evs {
+		if ev.Fields["x"] != x {
+			continue
+		}
+		switch ev.Type {
+		case "node.waiting":
+			ms, _ := strconv.ParseInt(ev.Fields["due"], 10, 64)
+			due = time.UnixMilli(ms)
+		case "node.completed":
+			done = ev.Time
+		}
+	}
+	if due.IsZero() || done.IsZero() {
+		v.t.Fatalf("no node.waiting or node.completed of %s: %s", x, dump(evs))
+	}
+	return done.Sub(due)
+}
+
 // TestWaitFor: a wait of 300 ms completes after at least 300 ms, parked:
 // a worker of one slot runs another run meanwhile, and no message is
 // pending while it waits.
@@ -93,6 +121,11 @@ func TestWaitFor(t *testing.T) {
 		}
 		if c := eventCount(v, run, "node.waiting", "w"); c != 1 {
 			t.Errorf("%d node.waiting events", c)
+		}
+		// Never early; late by the timer interval and a read (a generous
+		// bound: a hang guard, not a measurement).
+		if l := lateness(v, run, "w"); l < 0 || l > 5*time.Second {
+			t.Errorf("completed %s after its due time", l)
 		}
 		waitNoPending(t, v.e)
 	})
@@ -255,6 +288,9 @@ func TestWaitRedisRestart(t *testing.T) {
 	}
 	if el := time.Since(start); el < 1500*time.Millisecond {
 		t.Errorf("fired after %s", el)
+	}
+	if l := lateness(v, run, "w"); l < 0 || l > 10*time.Second {
+		t.Errorf("completed %s after its due time", l)
 	}
 	waitNoPending(t, v.e)
 }

@@ -317,3 +317,17 @@ func TestWaitLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitNotAsItem: a wait per for_each item (an IR the compiler would
+// refuse) fails clearly, with code wait.
+func TestWaitNotAsItem(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("w", "wait", with("for", konst(`"1s"`)), forEach("x", "[1, 2]", 0))}})
+		st := v.run(w, nil)
+		if st.State != RunFailed || st.Nodes["w"].Code != "wait" {
+			t.Fatalf("%s", dump(st))
+		}
+	})
+}

@@ -22,6 +22,8 @@ func Builtins() map[string]*HandlerInfo {
 		{Name: "fail", Config: obj(opt("message", ir.KindString), opt("code", ir.KindString), opt("retryable", ir.KindBool)), Output: obj(),
 			Doc: "Always fails, with error `code` (default \"fail\"), `message`, and `retryable` (default false)."},
 		{Name: "sleep", Config: obj(fld("duration", ir.KindDuration)), Output: obj(), Doc: "Waits for `duration`."},
+		{Name: "wait", Config: obj(opt("for", ir.KindDuration), opt("until", ir.KindString)), Output: obj(fld("until", ir.KindString)),
+			Doc: "A durable timer: waits `for` a duration or `until` a time (RFC 3339), exactly one of them, without holding a worker (docs/waiting.md). Outputs {until: the time it waited until}."},
 		{Name: "http", Config: obj(
 			fld("url", ir.KindString),
 			opt("method", ir.KindString),

@@ -188,6 +188,9 @@ func RunType(ended bool) *ir.Type {
 // anywhere).
 func (s *state) checkFinally() {
 	f := s.finally
+	if f != nil {
+		s.noWait(f.handler, f.run, "the finally step")
+	}
 	if f == nil || f.with == nil {
 		return
 	}
@@ -303,6 +306,9 @@ func (s *state) checkNode(n *node) {
 	if n.loop != nil && n.loop.while != nil {
 		s.wantBool(s.check(self, n.loop.while, n), n.loop.while, "while")
 	}
+	if c := n.compensate; c != nil {
+		s.noWait(c.handler, c.run, "a compensation")
+	}
 	if c := n.compensate; c != nil && c.with != nil {
 		pts := make([]*types.Type, len(c.with.Params))
 		for i, p := range c.with.Params {
@@ -358,6 +364,9 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 			return
 		}
 		cfg, what = h.Config, "handler \""+h.Name+"\""
+		if h.Builtin && h.Name == "wait" {
+			s.checkWait(n, with)
+		}
 	case n.kind == "flow":
 		if n.child == nil {
 			return
@@ -371,6 +380,41 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 		anchor = with.Key
 	}
 	s.checkParams(cfg, with, pts, anchor, what)
+}
+
+// checkWait checks that a `wait` task sets exactly one of `for` and
+// `until`, which its config schema cannot say.
+func (s *state) checkWait(n *node, with *ast.ParamBlock) {
+	anchor := n.ident.Range
+	var set []string
+	if with != nil {
+		anchor = with.Key.Range
+		for _, p := range with.Params {
+			if p.Name.Name == "for" || p.Name.Name == "until" {
+				set = append(set, p.Name.Name)
+			}
+		}
+	}
+	switch len(set) {
+	case 0:
+		s.errorf(diag.MissingConfig, anchor, "handler \"wait\" needs `for` (a duration) or `until` (a time)").
+			WithHint("write `with { for = \"1h\" }` or `with { until = \"2026-12-01T09:00:00Z\" }`")
+	case 2:
+		s.errorf(diag.BadValue, anchor, "handler \"wait\" takes `for` or `until`, not both")
+	}
+	if n.forEach != nil {
+		s.errorf(diag.BadValue, n.forEach.Key.Range, "handler \"wait\" cannot run per `for_each` item: the runtime parks only a task's own execution").
+			WithHint("wait in a task before or after the for_each, or use \"sleep\" for short pauses")
+	}
+}
+
+// noWait refuses the built-in wait where the runtime cannot park the
+// execution: a compensation or the finally step.
+func (s *state) noWait(handler string, run *ast.String, where string) {
+	if h := s.handlers[handler]; h != nil && h.Builtin && h.Name == "wait" && run != nil {
+		s.errorf(diag.BadValue, run.Range, "handler \"wait\" cannot run as %s: the runtime parks only a task's own execution", where).
+			WithHint("use \"sleep\" for a short pause")
+	}
 }
 
 func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Type, anchor *ast.Ident, what string) {

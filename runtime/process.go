@@ -25,7 +25,8 @@ type Token struct {
 	// Kind: "exec" (run a node), "item" (run one for_each item), "fin"
 	// (collect a for_each node's items and route), "comp" (run a
 	// compensation), "finish" (evaluate the run's outputs), "deadline",
-	// "timeout" (an approval's timeout: docs/waiting.md).
+	// "timeout" (an approval's timeout: docs/waiting.md), "wake" (a wait
+	// task's timer: wait.go).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -139,6 +140,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.final()
 	case "timeout":
 		return j.timeout()
+	case "wake":
+		return j.wake()
 	case "deadline":
 		if tok.Gen != m.Gen {
 			return j.ack()
@@ -477,6 +480,9 @@ func (j *job) exec() error {
 	h, err := j.handlerOf(act)
 	if err != nil {
 		return j.evalFailed(err, -1)
+	}
+	if h == WaitHandler {
+		return j.wait(cfg, act) // a durable timer: parked, no handler runs
 	}
 	stop := j.markRunning()
 	out, err := j.call(h, cfg, -1, false)

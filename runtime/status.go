@@ -28,7 +28,7 @@ const (
 	NodeCompleted = "completed" // ran; has an output
 	NodeSkipped   = "skipped"   // did not run (false when, or only skips arrived)
 	NodeFailed    = "failed"    // failed after its attempts
-	NodeWaiting   = "waiting"   // a human node's approval waits for a decision (docs/waiting.md)
+	NodeWaiting   = "waiting"   // a human node's approval waits for a decision, or a wait task for its time (docs/waiting.md)
 )
 
 // A Status is the state of a run.
@@ -90,6 +90,9 @@ type NodeStatus struct {
 	// live worker serves queue Q" when no worker in the registry serves
 	// the queue of its node (it waits until one starts); else "".
 	Waiting string `json:"waiting,omitempty"`
+	// Due, for a waiting wait task (the built-in durable timer), is the
+	// time it waits until.
+	Due time.Time `json:"due,omitzero"`
 }
 
 // Output returns the output of node id's latest execution (its last
@@ -171,6 +174,9 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		}
 		if ns.State == NodeFailed {
 			ns.Error, ns.Code = states["err|"+x], states["ec|"+x]
+		}
+		if ns.State == NodeWaiting {
+			ns.Due = waitDueOf(states, x)
 		}
 		if a := states["att|"+x]; a != "" {
 			ns.Attempt, _ = strconv.Atoi(a)
@@ -275,7 +281,7 @@ func (ev Event) Transitions() []Transition {
 		ts = append(ts, Transition{Exec: f["x"], State: NodeSkipped})
 	case "node.started":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeRunning})
-	case "approval.created":
+	case "approval.created", "node.waiting":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeWaiting})
 	case "node.failed":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeFailed, Error: f["error"], Code: f["code"]})

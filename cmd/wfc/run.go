@@ -819,6 +819,9 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 		if n.Waiting != "" {
 			line += " (waiting: " + n.Waiting + ")"
 		}
+		if !n.Due.IsZero() {
+			line += " until " + n.Due.Format(time.RFC3339Nano)
+		}
 		fmt.Fprintln(w, line)
 	}
 	for _, a := range st.Approvals {

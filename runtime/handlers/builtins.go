@@ -17,7 +17,19 @@ func builtins(opts Options) map[string]Handler {
 		"sleep": Func(sleep),
 		"http":  newHTTP(opts),
 		"exec":  &execHandler{allow: opts.AllowExec},
+		"wait":  Func(waitPlaceholder),
 	}
+}
+
+// CodeWait is the error code of a wait the runtime cannot hold.
+const CodeWait = "wait"
+
+// waitPlaceholder stands for the durable timer, which the runtime itself
+// runs when it is a task's handler (docs/waiting.md): registries list it,
+// and a call — only as a for_each item, a compensation or a finally step,
+// where the runtime cannot park the execution — fails clearly.
+func waitPlaceholder(_ context.Context, req Request) (json.RawMessage, error) {
+	return nil, Errorf(CodeWait, false, "wait: the durable timer runs only as a task's own handler, not as a for_each item, a compensation or a finally step (use sleep there)")
 }
 
 func noop(context.Context, Request) (json.RawMessage, error) { return json.RawMessage("{}"), nil }

@@ -1,5 +1,6 @@
 // Package handlers is the Go SDK for wfc task handlers and holds the
-// built-in handlers (noop, echo, cel, fail, sleep, http, exec).
+// built-in handlers (noop, echo, cel, fail, sleep, http, exec, and wait,
+// whose durable timer the runtime itself runs).
 //
 // A handler receives a Request — the node's rendered `with` config, the
 // run, node, iteration and item it executes, and a stable IdempotencyKey —
@@ -148,14 +149,15 @@ func (r *Registry) Lookup(name string) (Handler, bool) {
 }
 
 // Core reports whether name is a built-in handler that every worker runs:
-// noop, echo, cel, fail, sleep and http. exec is not one (a worker runs it
+// noop, echo, cel, fail, sleep, http and wait (which the runtime runs
+// itself: a durable timer). exec is not one (a worker runs it
 // only with AllowExec), nor is any handler a program registers. The
 // runtime leaves a core handler's tokens on the control queue and by
 // default gives every other handler a queue of its own, which only workers
 // that can run it serve.
 func Core(name string) bool {
 	switch name {
-	case "noop", "echo", "cel", "fail", "sleep", "http":
+	case "noop", "echo", "cel", "fail", "sleep", "http", "wait":
 		return true
 	}
 	return false

@@ -1355,6 +1355,7 @@ func nodeExprs(n *ir.Node) []string {
 	}
 	if h := n.Human; h != nil {
 		add(h.ApproversExpr)
+		add(h.EscalateToExpr)
 		if h.Prompt != nil {
 			params([]ir.Param{{Value: *h.Prompt}})
 		}

@@ -25,7 +25,8 @@ type Token struct {
 	// Kind: "exec" (run a node), "item" (run one for_each item), "fin"
 	// (collect a for_each node's items and route), "comp" (run a
 	// compensation), "finish" (evaluate the run's outputs), "deadline",
-	// "timeout" (an approval's timeout: docs/waiting.md).
+	// "timeout" and "escalate" (an approval's timeout and escalation:
+	// docs/waiting.md).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -139,6 +140,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.final()
 	case "timeout":
 		return j.timeout()
+	case "escalate":
+		return j.escalate()
 	case "deadline":
 		if tok.Gen != m.Gen {
 			return j.ack()

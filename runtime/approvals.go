@@ -103,8 +103,9 @@ type apDecision struct {
 // A Decision decides an approval.
 type Decision struct {
 	Approve bool
-	// By is who decides. It must be one of the approval's approvers. The
-	// runtime trusts it: the caller asserts the identity (docs/waiting.md).
+	// By is who decides. It must be one of the approval's approvers, or,
+	// once it escalated, of its escalation approvers. The runtime trusts
+	// it: the caller asserts the identity (docs/waiting.md).
 	By      string
 	Comment string
 	// Fields are the values of the other fields the node's declared output
@@ -362,8 +363,10 @@ func typeName(t *ir.Type) string {
 // (without them the node fails with code rejected). It is refused, nothing
 // changed, when the run is unknown or not running, the approval unknown or
 // closed (decided already, timed out, its run cancelled), By is not one of
-// its approvers, or a field does not fit the node's output type; exactly
-// one of concurrent decisions (and the timeout) applies.
+// its approvers (nor, once it escalated, of its escalation approvers), or a
+// field does not fit the node's output type; exactly one of concurrent
+// decisions (and the timeout) applies, and the escalation is ordered with
+// them.
 func (e *Engine) Decide(ctx context.Context, run, x string, d Decision) error {
 	if !validRunID(run) {
 		return fmt.Errorf("runtime: decide: invalid run id %q", run)

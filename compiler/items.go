@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/lang/ast"
@@ -21,6 +22,7 @@ var itemKinds = map[string][]string{
 	"model": {"agent"}, "temperature": {"agent"}, "prompt": {"agent", "human"},
 	"routes": {"agent"}, "default": {"agent"},
 	"approvers": {"human"}, "on_timeout": {"human"}, "on_reject": {"human"},
+	"escalate_to": {"human"}, "escalate_after": {"human"},
 	"uses": {"flow"},
 }
 
@@ -150,6 +152,7 @@ func (s *state) nodeItems(n *node) {
 		if seen["approvers"] == nil {
 			s.missing(n, "approvers [\"...\"]", "a human node needs approvers")
 		}
+		s.checkEscalation(n, seen)
 	case "flow":
 		if n.uses == nil && seen["uses"] == nil {
 			s.missing(n, "uses \"child.wf\"", "a flow node needs the child workflow to run")
@@ -373,25 +376,15 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 		}
 		s.shapeError(k, it, "a string (it may contain {{ }} templates)")
 	case "approvers":
-		if c, ok := it.(*ast.Cond); ok {
-			n.approversExpr = c.Expr // a list(string); a literal list is kept as a list (types)
+		s.approverList(k, it, &n.approvers, &n.approversExpr)
+	case "escalate_to":
+		s.approverList(k, it, &n.escalateTo, &n.escalateExpr)
+	case "escalate_after":
+		if st, ok := it.(*ast.Setting); ok {
+			n.escalateAfterMS = s.durationValue(st)
 			return
 		}
-		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.ListValue {
-			for _, v := range st.Value.List {
-				if v.Kind != ast.StringValue || v.Str.Value == "" {
-					s.errorf(diag.BadValue, v.Range, "approvers must be non-empty strings")
-					continue
-				}
-				s.noTemplate("approvers", v.Str)
-				n.approvers = append(n.approvers, v.Str.Value)
-			}
-			if len(st.Value.List) == 0 {
-				s.errorf(diag.BadValue, st.Value.Range, "approvers must not be empty")
-			}
-			return
-		}
-		s.shapeError(k, it, "a list of strings: approvers [\"a@example.com\"], or an expression of type list(string)")
+		s.shapeError(k, it, "a duration: escalate_after 24h")
 	case "on_timeout":
 		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.IdentValue {
 			switch st.Value.Raw {
@@ -411,6 +404,52 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 			return
 		}
 		s.shapeError(k, it, "a file path string: uses \"child.wf\"")
+	}
+}
+
+// approverList reads `approvers` or `escalate_to`: a list of non-empty
+// string literals into lits, or an expression (a list(string); a literal
+// list is kept as a list by the type pass) into expr.
+func (s *state) approverList(k *ast.Ident, it ast.Item, lits *[]string, expr **ast.Expr) {
+	if c, ok := it.(*ast.Cond); ok {
+		*expr = c.Expr
+		return
+	}
+	if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.ListValue {
+		for _, v := range st.Value.List {
+			if v.Kind != ast.StringValue || v.Str.Value == "" {
+				s.errorf(diag.BadValue, v.Range, "%s must be non-empty strings", k.Name)
+				continue
+			}
+			s.noTemplate(k.Name, v.Str)
+			*lits = append(*lits, v.Str.Value)
+		}
+		if len(st.Value.List) == 0 {
+			s.errorf(diag.BadValue, st.Value.Range, "%s must not be empty", k.Name)
+		}
+		return
+	}
+	s.shapeError(k, it, fmt.Sprintf("a list of strings: %s [\"a@example.com\"], or an expression of type list(string)", k.Name))
+}
+
+// checkEscalation checks that a human node's escalate_to and
+// escalate_after come together (one is meaningless without the other)
+// and that the escalation comes before the timeout, which would otherwise
+// close the approval first.
+func (s *state) checkEscalation(n *node, seen map[string]ast.Item) {
+	to, after := seen["escalate_to"], seen["escalate_after"]
+	switch {
+	case to != nil && after == nil:
+		s.errorf(diag.MissingItem, to.Rng(), "`escalate_to` needs `escalate_after DURATION`: how long the approval waits before they may decide")
+	case after != nil && to == nil:
+		s.errorf(diag.MissingItem, after.Rng(), "`escalate_after` needs `escalate_to [\"...\"]`: who may decide once it has passed")
+	case after != nil && n.timeoutMS > 0 && n.escalateAfterMS >= n.timeoutMS:
+		st, ok := after.(*ast.Setting)
+		if !ok {
+			return
+		}
+		s.errorf(diag.BadValue, st.Value.Range, "`escalate_after %s` must be shorter than the node's `timeout` (%s): the approval would time out before it escalates",
+			st.Value.Raw, time.Duration(n.timeoutMS)*time.Millisecond).WithRelated(s.span(seen["timeout"].Rng()), "the timeout")
 	}
 }
 

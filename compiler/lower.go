@@ -335,6 +335,11 @@ func (s *state) lowerNode(n *node, embedded map[string]*ir.Workflow) ir.Node {
 			x := s.irExpr(n.approversExpr)
 			in.Human.ApproversExpr = &x
 		}
+		in.Human.EscalateTo, in.Human.EscalateAfterMS = n.escalateTo, n.escalateAfterMS
+		if n.escalateExpr != nil {
+			x := s.irExpr(n.escalateExpr)
+			in.Human.EscalateToExpr = &x
+		}
 		if n.prompt != nil {
 			p := s.promptValue(n.prompt)
 			in.Human.Prompt = &p

@@ -128,6 +128,11 @@ type node struct {
 	approversExpr *ast.Expr // approvers given by an expression that is not a list of string literals
 	onTimeout     string
 	onReject      []*ast.Ident
+	// escalate_to and escalate_after: more approvers, who may decide
+	// once the approval has waited that long.
+	escalateTo      []string
+	escalateExpr    *ast.Expr // as approversExpr
+	escalateAfterMS int64
 
 	uses  *ast.String
 	child *Result

@@ -101,10 +101,11 @@ func (s *state) types() {
 	s.lintSecrets()
 }
 
-// checkApprovers checks a human node's approvers: a list(string). A list
-// of string literals becomes the IR's approvers (each non-empty, at least
-// one); anything else stays an expression evaluated when the node runs.
-func (s *state) checkApprovers(sc *scope, n *node, e *ast.Expr) {
+// checkApprovers checks a human node's approvers (or escalate_to: item
+// names it, lits and expr are where it goes): a list(string). A list of
+// string literals becomes the IR's list (each non-empty, at least one);
+// anything else stays an expression evaluated when the node runs.
+func (s *state) checkApprovers(sc *scope, n *node, e *ast.Expr, item string, lits *[]string, expr **ast.Expr) {
 	t := s.check(sc, e, n)
 	if t == nil {
 		return
@@ -114,7 +115,7 @@ func (s *state) checkApprovers(sc *scope, n *node, e *ast.Expr) {
 	if a := s.checked[e]; a != nil && a.NativeRep().Expr().Kind() == celast.ListKind {
 		els := a.NativeRep().Expr().AsList().Elements()
 		info := a.NativeRep().SourceInfo()
-		var lits []string
+		var strs []string
 		allLit, bad := true, false
 		for _, el := range els {
 			if el.Kind() != celast.LiteralKind {
@@ -128,12 +129,12 @@ func (s *state) checkApprovers(sc *scope, n *node, e *ast.Expr) {
 			str, ok := el.AsLiteral().Value().(string)
 			switch {
 			case ok && strings.Contains(str, "{{"):
-				s.errorf(diag.BadValue, r, "`approvers` takes a plain string; {{ }} templates are only allowed in `with` values, workflow `output` entries and prompts")
+				s.errorf(diag.BadValue, r, "`%s` takes a plain string; {{ }} templates are only allowed in `with` values, workflow `output` entries and prompts", item)
 			case ok && str != "":
-				lits = append(lits, str)
+				strs = append(strs, str)
 				continue
 			default:
-				s.errorf(diag.BadValue, r, "approvers must be non-empty strings")
+				s.errorf(diag.BadValue, r, "%s must be non-empty strings", item)
 			}
 			bad = true
 		}
@@ -141,16 +142,16 @@ func (s *state) checkApprovers(sc *scope, n *node, e *ast.Expr) {
 		case bad:
 			return
 		case len(els) == 0:
-			s.errorf(diag.BadValue, e.Range, "approvers must not be empty")
+			s.errorf(diag.BadValue, e.Range, "%s must not be empty", item)
 			return
 		case allLit:
-			n.approvers, n.approversExpr = lits, nil
+			*lits, *expr = strs, nil
 			return
 		}
 	}
 	if t.Kind() != types.DynKind && (t.Kind() != types.ListKind ||
 		(t.Parameters()[0].Kind() != types.StringKind && t.Parameters()[0].Kind() != types.DynKind)) {
-		s.errorf(diag.TypeError, e.Range, "approvers must be a list(string), found %s", typeName(t))
+		s.errorf(diag.TypeError, e.Range, "%s must be a list(string), found %s", item, typeName(t))
 	}
 }
 
@@ -236,7 +237,10 @@ func (s *state) checkNode(n *node) {
 		s.wantBool(s.check(base, n.when, n), n.when, "when")
 	}
 	if e := n.approversExpr; e != nil {
-		s.checkApprovers(base, n, e)
+		s.checkApprovers(base, n, e, "approvers", &n.approvers, &n.approversExpr)
+	}
+	if e := n.escalateExpr; e != nil {
+		s.checkApprovers(base, n, e, "escalate_to", &n.escalateTo, &n.escalateExpr)
 	}
 	if d := n.dispatch; d != nil {
 		if t := s.check(base, d, n); t != nil && t.Kind() != types.StringKind && t.Kind() != types.DynKind {

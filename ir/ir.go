@@ -408,6 +408,14 @@ type Human struct {
 	OnTimeout     string   `json:"on_timeout,omitempty"` // TimeoutApprove, TimeoutReject or TimeoutFail; empty means fail
 	OnReject      []string `json:"on_reject,omitempty"`
 	Prompt        *Value   `json:"prompt,omitempty"` // the message shown to approvers
+	// EscalateTo (or EscalateToExpr, computed when the node runs, like
+	// ApproversExpr) may decide too once EscalateAfterMS has passed since
+	// the approval was created; the approvers keep their right. The three
+	// go together, and EscalateAfterMS is below TimeoutMS when both are
+	// set (an escalation after the timeout could never apply).
+	EscalateTo      []string `json:"escalate_to,omitempty"`
+	EscalateToExpr  *Expr    `json:"escalate_to_expr,omitempty"`
+	EscalateAfterMS int64    `json:"escalate_after_ms,omitempty"`
 }
 
 // A Flow represents running a child workflow: the child is the embedded

@@ -74,6 +74,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"zero attempts", `"attempts": 3`, `"attempts": 0`},
 		{"backoff", `"backoff": "exponential"`, `"backoff": "random"`},
 		{"on_timeout", `"on_timeout": "reject"`, `"on_timeout": "escalate"`},
+		{"escalate_to without escalate_after_ms", `"on_timeout": "reject"`, `"on_timeout": "reject", "escalate_to": ["cfo"]`},
+		{"escalate_after_ms without escalate_to", `"on_timeout": "reject"`, `"on_timeout": "reject", "escalate_after_ms": 1000`},
 		{"null array", `"edges": [`, `"edges": null, "x": [`},
 		{"template part with both", `"text": "Route lead "`, `"text": "Route lead ", "expr": {"cel": "x"}`},
 		{"no nodes", `"nodes": [`, `"nodes": [], "x": [`},

@@ -482,6 +482,28 @@ func (v *validator) node(i int, seen map[string]bool) {
 		if h.TimeoutMS < 0 {
 			v.addf(p.at("/human/timeout_ms"), "must not be negative")
 		}
+		if h.EscalateToExpr != nil {
+			if len(h.EscalateTo) > 0 {
+				v.addf(p.at("/human/escalate_to_expr"), "escalate_to or escalate_to_expr, not both")
+			}
+			v.expr(p.at("/human/escalate_to_expr"), h.EscalateToExpr)
+		}
+		for k, a := range h.EscalateTo {
+			if a == "" {
+				v.addf(p.at("/human/escalate_to").idx(k), "empty approver")
+			}
+		}
+		escalates := len(h.EscalateTo) > 0 || h.EscalateToExpr != nil
+		switch {
+		case h.EscalateAfterMS < 0:
+			v.addf(p.at("/human/escalate_after_ms"), "must not be negative")
+		case h.EscalateAfterMS > 0 && !escalates:
+			v.addf(p.at("/human/escalate_after_ms"), "escalate_after_ms without escalate_to: nobody to escalate to")
+		case h.EscalateAfterMS == 0 && escalates:
+			v.addf(p.at("/human/escalate_after_ms"), "escalate_to needs escalate_after_ms: when the escalation applies")
+		case h.TimeoutMS > 0 && h.EscalateAfterMS >= h.TimeoutMS:
+			v.addf(p.at("/human/escalate_after_ms"), "must be below timeout_ms (%d): the approval would time out first", h.TimeoutMS)
+		}
 		switch h.OnTimeout {
 		case "", TimeoutApprove, TimeoutReject, TimeoutFail:
 		default:

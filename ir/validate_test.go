@@ -238,6 +238,29 @@ func TestValidateProblems(t *testing.T) {
 		{"negative approval timeout", lead, func(w *Workflow) { nodeOf(w, "enterprise_sales").Human.TimeoutMS = -1 }, "/nodes/3/human/timeout_ms", "negative"},
 		{"bad on_timeout", lead, func(w *Workflow) { nodeOf(w, "enterprise_sales").Human.OnTimeout = "escalate" }, "/nodes/3/human/on_timeout", `invalid on_timeout "escalate"`},
 		{"unknown on_reject", lead, func(w *Workflow) { nodeOf(w, "enterprise_sales").Human.OnReject[0] = "x" }, "/nodes/3/human/on_reject/0", `unknown node "x"`},
+		{"escalate_to without escalate_after_ms", lead, func(w *Workflow) { nodeOf(w, "enterprise_sales").Human.EscalateTo = []string{"cfo"} }, "/nodes/3/human/escalate_after_ms", "escalate_to needs escalate_after_ms"},
+		{"escalate_to_expr without escalate_after_ms", lead, func(w *Workflow) { nodeOf(w, "enterprise_sales").Human.EscalateToExpr = &Expr{CEL: `["cfo"]`} }, "/nodes/3/human/escalate_after_ms", "escalate_to needs escalate_after_ms"},
+		{"escalate_after_ms without escalate_to", lead, func(w *Workflow) { nodeOf(w, "enterprise_sales").Human.EscalateAfterMS = 1000 }, "/nodes/3/human/escalate_after_ms", "nobody to escalate to"},
+		{"negative escalate_after_ms", lead, func(w *Workflow) {
+			h := nodeOf(w, "enterprise_sales").Human
+			h.EscalateTo, h.EscalateAfterMS = []string{"cfo"}, -1
+		}, "/nodes/3/human/escalate_after_ms", "negative"},
+		{"escalation after the timeout", lead, func(w *Workflow) {
+			h := nodeOf(w, "enterprise_sales").Human
+			h.EscalateTo, h.EscalateAfterMS = []string{"cfo"}, h.TimeoutMS
+		}, "/nodes/3/human/escalate_after_ms", "must be below timeout_ms"},
+		{"empty escalation approver", lead, func(w *Workflow) {
+			h := nodeOf(w, "enterprise_sales").Human
+			h.EscalateTo, h.EscalateAfterMS = []string{"cfo", ""}, 1000
+		}, "/nodes/3/human/escalate_to/1", "empty approver"},
+		{"escalate_to and escalate_to_expr", lead, func(w *Workflow) {
+			h := nodeOf(w, "enterprise_sales").Human
+			h.EscalateTo, h.EscalateToExpr, h.EscalateAfterMS = []string{"cfo"}, &Expr{CEL: `["cfo"]`}, 1000
+		}, "/nodes/3/human/escalate_to_expr", "not both"},
+		{"bad escalate_to_expr", lead, func(w *Workflow) {
+			h := nodeOf(w, "enterprise_sales").Human
+			h.EscalateToExpr, h.EscalateAfterMS = &Expr{CEL: " "}, 1000
+		}, "/nodes/3/human/escalate_to_expr/cel", "empty expression"},
 
 		// Edges.
 		{"bad edge kind", lead, func(w *Workflow) { w.Edges[0].Kind = "then" }, "/edges/0/kind", `invalid edge kind "then"`},

@@ -253,9 +253,9 @@ func (f *fastParser) item() (*gItem, bool) {
 		g.Params, ok = f.paramBlock()
 	case (t0.Value == "output" || t0.Value == "config") && f.is(1, "{"):
 		g.Types, ok = f.typeBlock()
-	case t0.Value == "approvers" && f.stringList(1):
+	case (t0.Value == "approvers" || t0.Value == "escalate_to") && f.stringList(1):
 		g.Approvers, ok = f.setting()
-	case t0.Value == "when" || t0.Value == "while" || t0.Value == "dispatch" || t0.Value == "approvers":
+	case t0.Value == "when" || t0.Value == "while" || t0.Value == "dispatch" || t0.Value == "approvers" || t0.Value == "escalate_to":
 		g.Cond, ok = f.cond()
 	case t0.Value == "for_each" && t1.Type == tIdent:
 		g.ForEach, ok = f.forEach()

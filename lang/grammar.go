@@ -85,9 +85,9 @@ type gItem struct {
 	EndPos lexer.Position
 	Params *gParamBlock `parser:"  (?= \"with\") @@"`
 	Types  *gTypeBlock  `parser:"| (?= \"output\" | \"config\") @@"`
-	// approvers with a list of string literals is a setting (formatted as
-	// a list); any other approvers is an expression (a Cond).
-	Approvers *gSetting `parser:"| (?= \"approvers\" \"[\" (String (\",\" String)* \",\"?)? \"]\") @@"`
+	// approvers (and escalate_to) with a list of string literals is a
+	// setting (formatted as a list); any other is an expression (a Cond).
+	Approvers *gSetting `parser:"| (?= (\"approvers\" | \"escalate_to\") \"[\" (String (\",\" String)* \",\"?)? \"]\") @@"`
 	Cond      *gCond    `parser:"| @@"`
 	ForEach   *gForEach `parser:"| @@"`
 	Branch    *gBranch  `parser:"| @@"`
@@ -145,7 +145,7 @@ type gType struct {
 type gCond struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Key    *gIdent `parser:"(?= \"when\" | \"while\" | \"dispatch\" | \"approvers\") @@"`
+	Key    *gIdent `parser:"(?= \"when\" | \"while\" | \"dispatch\" | \"approvers\" | \"escalate_to\") @@"`
 	Expr   *gExpr  `parser:"@@"`
 }
 

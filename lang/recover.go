@@ -198,6 +198,7 @@ var nodeItemKeywords = map[string]bool{
 	"compensate": true, "model": true, "temperature": true, "prompt": true,
 	"routes": true, "default": true, "approvers": true, "on_timeout": true,
 	"on_reject": true, "uses": true, "description": true, "dispatch": true,
+	"escalate_to": true, "escalate_after": true,
 }
 
 // notItemStart are words that continue a node header or an item; they never

@@ -43,6 +43,8 @@ var nodeItems = []word{
 	{"approvers", `approvers ["…", …]`, "Who may approve (required in a human node).", []string{"human"}},
 	{"on_timeout", "on_timeout approve|reject|fail", "What happens when nobody decides before the timeout.", []string{"human"}},
 	{"on_reject", "on_reject => ids", "Nodes to run when the request is rejected.", []string{"human"}},
+	{"escalate_to", `escalate_to ["…", …]`, "More approvers, who may decide too once escalate_after has passed.", []string{"human"}},
+	{"escalate_after", "escalate_after DURATION", "How long the approval waits before escalate_to may decide (shorter than timeout).", []string{"human"}},
 }
 
 // workflowItems are the items of a workflow body.

@@ -21,6 +21,7 @@ var itemSnippet = map[string]string{
 	"model": `model "m"`, "temperature": "temperature 0.5", "prompt": `prompt "p"`, "routes": "routes other",
 	"default": "default => other", "approvers": `approvers ["a@x"]`, "on_timeout": "on_timeout reject",
 	"on_reject": "on_reject => other", "dispatch": `dispatch "x"`,
+	"escalate_to": `escalate_to ["b@x"]`, "escalate_after": "escalate_after 1h",
 }
 
 func compileSnippet(src string) diag.List {

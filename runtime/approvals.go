@@ -22,7 +22,10 @@ import (
 // the execution's counter unit but no worker. A decision (Engine.Decide) or
 // the approval's timeout (a timer token of kind timeout) completes the
 // execution through complete's transition (scripts/decide.lua); exactly
-// one of them finds the approval open.
+// one of them finds the approval open. A node with escalate_to also gets
+// a timer token of kind escalate: when it fires on an open approval the
+// approval escalates (field ae|x), and from then on the escalation
+// approvers may decide too (scripts/decide.lua, kind escalate).
 
 // Approval states (Approval.State).
 const (
@@ -59,7 +62,12 @@ type Approval struct {
 	Prompt    string    `json:"prompt,omitempty"`
 	Created   time.Time `json:"created"`
 	Due       time.Time `json:"due,omitzero"` // when it times out; zero: no timeout
-	State     string    `json:"state"`
+	// EscalateTo may decide too from EscalateAt on (when it escalates;
+	// zero: no escalation); Escalated is when it did (zero: not yet).
+	EscalateTo []string  `json:"escalate_to,omitempty"`
+	EscalateAt time.Time `json:"escalate_at,omitzero"`
+	Escalated  time.Time `json:"escalated,omitzero"`
+	State      string    `json:"state"`
 	// By, Comment and Decided: the decision, once there is one ("" By: its
 	// timeout).
 	By      string    `json:"by,omitempty"`
@@ -79,6 +87,10 @@ type apRecord struct {
 	Prompt    string   `json:"prompt,omitempty"`
 	Created   int64    `json:"created"`
 	Due       int64    `json:"due,omitempty"`
+	// EscalateTo may decide once the approval escalated, at EscalateAt
+	// (ms; the escalate token's time).
+	EscalateTo []string `json:"escalate_to,omitempty"`
+	EscalateAt int64    `json:"escalate_at,omitempty"`
 }
 
 type apDecision struct {
@@ -91,8 +103,9 @@ type apDecision struct {
 // A Decision decides an approval.
 type Decision struct {
 	Approve bool
-	// By is who decides. It must be one of the approval's approvers. The
-	// runtime trusts it: the caller asserts the identity (docs/waiting.md).
+	// By is who decides. It must be one of the approval's approvers, or,
+	// once it escalated, of its escalation approvers. The runtime trusts
+	// it: the caller asserts the identity (docs/waiting.md).
 	By      string
 	Comment string
 	// Fields are the values of the other fields the node's declared output
@@ -127,31 +140,29 @@ type awaitArgs struct {
 	Approvers string `json:"approvers"`
 	Prompt    string `json:"prompt"`
 	Due       int64  `json:"due"`
-	MaxState  int    `json:"maxstate"`
+	// EscalateTo (comma separated, for the event) and Escalate (ms; 0: no
+	// escalation): the escalate token's time.
+	EscalateTo string `json:"escalate_to"`
+	Escalate   int64  `json:"escalate"`
+	MaxState   int    `json:"maxstate"`
 }
 
 // await handles the exec token of a human node: it evaluates the
 // approvers and renders the prompt, then records the approval.
 func (j *job) await(act vars) error {
 	h, n := j.n.Human, j.n
-	approvers := h.Approvers
-	if h.ApproversExpr != nil {
-		raw, err := j.p.evalJSON(j.ctx, h.ApproversExpr, n.ID+".approvers", act, j.maxOutput())
-		if err != nil {
-			return j.evalFailed(err, -1)
-		}
-		approvers = nil
-		if err := json.Unmarshal(raw, &approvers); err != nil {
-			return j.failNode(handlers.Errorf(CodeExpr, false, "approvers: %s is not a list of strings", h.ApproversExpr.CEL), -1)
-		}
+	approvers, err := j.approverList(h.Approvers, h.ApproversExpr, "approvers", act)
+	if err != nil {
+		return err
 	}
-	for _, a := range approvers {
-		if a == "" || len(a) > maxApproverBytes {
-			return j.failNode(handlers.Errorf(CodeExpr, false, "approvers: %q is not an approver (1 to %d bytes)", a, maxApproverBytes), -1)
-		}
+	if approvers == nil {
+		return nil // the node failed
 	}
-	if len(approvers) == 0 {
-		return j.failNode(handlers.Errorf(CodeExpr, false, "approvers: the list is empty, so nobody could decide"), -1)
+	var escalateTo []string
+	if h.EscalateAfterMS > 0 {
+		if escalateTo, err = j.approverList(h.EscalateTo, h.EscalateToExpr, "escalate_to", act); escalateTo == nil {
+			return err
+		}
 	}
 	prompt := ""
 	if h.Prompt != nil {
@@ -170,12 +181,16 @@ func (j *job) await(act vars) error {
 	if h.TimeoutMS > 0 {
 		rec.Due = now + h.TimeoutMS
 	}
+	if len(escalateTo) > 0 {
+		rec.EscalateTo, rec.EscalateAt = escalateTo, now+h.EscalateAfterMS
+	}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
 	a := awaitArgs{base: j.base(), Node: n.ID, Iter: j.tok.Iter, Hop: j.tok.Hop, Gen: j.tok.Gen, Record: string(data),
-		ID: rec.ID, Approvers: strings.Join(approvers, ","), Prompt: prompt, Due: rec.Due, MaxState: j.maxState()}
+		ID: rec.ID, Approvers: strings.Join(approvers, ","), Prompt: prompt, Due: rec.Due,
+		EscalateTo: strings.Join(escalateTo, ","), Escalate: rec.EscalateAt, MaxState: j.maxState()}
 	a.Now = strconv.FormatInt(now, 10)
 	res, err := j.w.st.callIndexed(j.ctx, "await", j.ref, a, func(sc *redis.Script, keys []string, arg string) (any, error) {
 		return j.batched(sc, keys, arg)
@@ -190,12 +205,39 @@ func (j *job) await(act vars) error {
 	return nil
 }
 
+// approverList returns a human node's approvers (or escalation
+// approvers: item names which): the literal list, or expr's value. When
+// they are not a non-empty list of approvers it fails the node and
+// returns nil (with the error of failing it, if any).
+func (j *job) approverList(lits []string, expr *ir.Expr, item string, act vars) ([]string, error) {
+	list := lits
+	if expr != nil {
+		raw, err := j.p.evalJSON(j.ctx, expr, j.n.ID+"."+item, act, j.maxOutput())
+		if err != nil {
+			return nil, j.evalFailed(err, -1)
+		}
+		list = nil
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, j.failNode(handlers.Errorf(CodeExpr, false, "%s: %s is not a list of strings", item, expr.CEL), -1)
+		}
+	}
+	for _, a := range list {
+		if a == "" || len(a) > maxApproverBytes {
+			return nil, j.failNode(handlers.Errorf(CodeExpr, false, "%s: %q is not an approver (1 to %d bytes)", item, a, maxApproverBytes), -1)
+		}
+	}
+	if len(list) == 0 {
+		return nil, j.failNode(handlers.Errorf(CodeExpr, false, "%s: the list is empty, so nobody could decide", item), -1)
+	}
+	return list, nil
+}
+
 type decideArgs struct {
 	base
 	Node     string      `json:"node"`
 	Iter     string      `json:"iter"`
 	Gen      int         `json:"gen"`
-	Kind     string      `json:"kind"` // decision, timeout
+	Kind     string      `json:"kind"` // decision, timeout, escalate
 	By       string      `json:"by"`
 	Comment  string      `json:"comment"`
 	Outcome  string      `json:"outcome"`
@@ -321,8 +363,10 @@ func typeName(t *ir.Type) string {
 // (without them the node fails with code rejected). It is refused, nothing
 // changed, when the run is unknown or not running, the approval unknown or
 // closed (decided already, timed out, its run cancelled), By is not one of
-// its approvers, or a field does not fit the node's output type; exactly
-// one of concurrent decisions (and the timeout) applies.
+// its approvers (nor, once it escalated, of its escalation approvers), or a
+// field does not fit the node's output type; exactly one of concurrent
+// decisions (and the timeout) applies, and the escalation is ordered with
+// them.
 func (e *Engine) Decide(ctx context.Context, run, x string, d Decision) error {
 	if !validRunID(run) {
 		return fmt.Errorf("runtime: decide: invalid run id %q", run)
@@ -444,6 +488,23 @@ func (j *job) timeout() error {
 	return nil
 }
 
+// escalate handles the timer token of an approval's escalation: the
+// approval escalates, if it is still open and did not already.
+func (j *job) escalate() error {
+	if j.n.Human == nil {
+		return j.ack()
+	}
+	a := decideArgs{base: j.base(), Node: j.n.ID, Iter: j.tok.Iter, Gen: j.tok.Gen, Kind: "escalate", MaxState: j.maxState()}
+	res, err := j.w.st.callIndexed(j.ctx, "decide", j.ref, a, func(sc *redis.Script, keys []string, arg string) (any, error) {
+		return j.batched(sc, keys, arg)
+	})
+	if err != nil {
+		return fmt.Errorf("escalate %s: %w", j.x, err)
+	}
+	j.counted("decide", res)
+	return nil
+}
+
 // Approvals returns every approval of a run, open or decided, oldest first.
 func (e *Engine) Approvals(ctx context.Context, run string) ([]Approval, error) {
 	if !validRunID(run) {
@@ -468,7 +529,7 @@ func approvalsOf(run string, m *runMeta, states map[string]string) []Approval {
 		if !ok {
 			continue
 		}
-		out = append(out, approvalOf(run, m.Status, m.Gen, x, v, states[x], states["ad|"+x]))
+		out = append(out, approvalOf(run, m.Status, m.Gen, x, v, states[x], states["ad|"+x], states["ae|"+x]))
 	}
 	sortApprovals(out)
 	return out
@@ -483,13 +544,17 @@ func sortApprovals(out []Approval) {
 	})
 }
 
-// approvalOf decodes an approval from its record, its execution's state
-// and its decision.
-func approvalOf(run, status string, gen int, x, rec, xstate, dec string) Approval {
+// approvalOf decodes an approval from its record, its execution's state,
+// its decision and its escalation time.
+func approvalOf(run, status string, gen int, x, rec, xstate, dec, esc string) Approval {
 	var r apRecord
 	json.Unmarshal([]byte(rec), &r)
 	a := Approval{ID: run + "/" + x, Run: run, Node: r.Node, Iter: r.Iter, Exec: x, Gen: r.Gen, Approvers: r.Approvers,
-		Prompt: r.Prompt, Created: msTime(r.Created), Due: msTime(r.Due), State: ApprovalClosed}
+		Prompt: r.Prompt, Created: msTime(r.Created), Due: msTime(r.Due), State: ApprovalClosed,
+		EscalateTo: r.EscalateTo, EscalateAt: msTime(r.EscalateAt)}
+	if ms, err := strconv.ParseInt(esc, 10, 64); err == nil {
+		a.Escalated = msTime(ms)
+	}
 	if a.Node == "" {
 		a.Node, a.Iter = splitExecKey(x)
 	}
@@ -523,7 +588,7 @@ func (e *Engine) OpenApprovals(ctx context.Context) ([]Approval, error) {
 			cmds := make([]*redis.SliceCmd, len(chunk))
 			for i, mem := range chunk {
 				run, x, _ := strings.Cut(mem, " ")
-				cmds[i] = pipe.HMGet(ctx, e.st.ks.state(run), runField("status"), runField("gen"), x, "ap|"+x, "ad|"+x)
+				cmds[i] = pipe.HMGet(ctx, e.st.ks.state(run), runField("status"), runField("gen"), x, "ap|"+x, "ad|"+x, "ae|"+x)
 			}
 			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 				return nil, err
@@ -544,7 +609,7 @@ func (e *Engine) OpenApprovals(ctx context.Context) ([]Approval, error) {
 					stale = append(stale, mem)
 					continue
 				}
-				a := approvalOf(run, str(0), gen, x, str(3), str(2), str(4))
+				a := approvalOf(run, str(0), gen, x, str(3), str(2), str(4), str(5))
 				if a.State != ApprovalOpen {
 					stale = append(stale, mem)
 					continue

@@ -25,8 +25,8 @@ type Token struct {
 	// Kind: "exec" (run a node), "item" (run one for_each item), "fin"
 	// (collect a for_each node's items and route), "comp" (run a
 	// compensation), "finish" (evaluate the run's outputs), "deadline",
-	// "timeout" (an approval's timeout: docs/waiting.md), "wake" (a wait
-	// task's timer: wait.go).
+	// "timeout" and "escalate" (an approval's timeout and escalation:
+	// docs/waiting.md), "wake" (a wait task's timer: wait.go).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -142,6 +142,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.timeout()
 	case "wake":
 		return j.wake()
+	case "escalate":
+		return j.escalate()
 	case "deadline":
 		if tok.Gen != m.Gen {
 			return j.ack()
@@ -1361,6 +1363,7 @@ func nodeExprs(n *ir.Node) []string {
 	}
 	if h := n.Human; h != nil {
 		add(h.ApproversExpr)
+		add(h.EscalateToExpr)
 		if h.Prompt != nil {
 			params([]ir.Param{{Value: *h.Prompt}})
 		}

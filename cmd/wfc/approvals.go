@@ -90,6 +90,12 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 	}
 	for _, a := range aps {
 		line := fmt.Sprintf("%s %s  %s  approvers %s", a.Run, a.Exec, a.State, strings.Join(a.Approvers, ","))
+		switch {
+		case !a.Escalated.IsZero():
+			line += "  escalated to " + strings.Join(a.EscalateTo, ",")
+		case len(a.EscalateTo) > 0 && a.State == runtime.ApprovalOpen:
+			line += fmt.Sprintf("  escalates to %s at %s", strings.Join(a.EscalateTo, ","), a.EscalateAt.Format(time.RFC3339))
+		}
 		if a.By != "" {
 			line += "  by " + a.By
 		}

@@ -395,6 +395,8 @@ func (p *progressPrinter) event(ev runtime.Event) {
 		p.line(x, "compensated", "")
 	case "comp.failed":
 		p.line(x, "compensation failed", ev.Fields["error"])
+	case "approval.escalated":
+		p.line(x, "approval escalated to "+ev.Fields["escalate_to"], "")
 	case "approval.decided":
 		what := "approval " + ev.Fields["outcome"]
 		if by := ev.Fields["by"]; by != "" {
@@ -826,7 +828,14 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 	}
 	for _, a := range st.Approvals {
 		if a.State == runtime.ApprovalOpen {
-			fmt.Fprintf(w, "approval %s: open, approvers %s (wfc approve %s %s)\n", a.Exec, strings.Join(a.Approvers, ", "), st.RunID, a.Exec)
+			esc := ""
+			switch {
+			case !a.Escalated.IsZero():
+				esc = "; escalated to " + strings.Join(a.EscalateTo, ", ")
+			case len(a.EscalateTo) > 0:
+				esc = fmt.Sprintf("; escalates to %s at %s", strings.Join(a.EscalateTo, ", "), a.EscalateAt.Format(time.RFC3339))
+			}
+			fmt.Fprintf(w, "approval %s: open, approvers %s%s (wfc approve %s %s)\n", a.Exec, strings.Join(a.Approvers, ", "), esc, st.RunID, a.Exec)
 		}
 	}
 	if len(st.Result) > 0 {

@@ -155,7 +155,8 @@ type Goto struct {
 	Targets []*Ident
 }
 
-// A Cond is `when expr`, `while expr`, `dispatch expr` or `approvers expr`.
+// A Cond is `when expr`, `while expr`, `dispatch expr`, `approvers expr`
+// or `escalate_to expr`.
 type Cond struct {
 	Range
 	Key  *Ident

@@ -3,11 +3,12 @@
 -- record the worker built), indexes it in the shard's open approvals
 -- (KEYS[7 + 2 * #queues], a sorted set of "run x" by creation time),
 -- schedules its timeout (a token of kind timeout in the node queue's
--- timers) and acknowledges the exec message without completing the
+-- timers) and its escalation (a token of kind escalate) and acknowledges the exec message without completing the
 -- execution: its counter unit stays held, so the run stays running while
 -- no worker holds anything for it.
 -- A: node, iter, hop, gen, msg, record (JSON text), id, approvers (comma
---    separated, for the event), prompt, due (ms; 0: no timeout), maxstate
+--    separated, for the event), prompt, due (ms; 0: no timeout),
+--    escalate_to (comma separated), escalate (ms; 0: no escalation), maxstate
 --    (lib.lua's overstate: 'state', writing nothing, when the record does
 --    not fit).
 local st = header()
@@ -24,11 +25,17 @@ if overstate(#A.record) then return 'state' end
 
 addbytes(#A.record)
 redis.call('HSET', STATE, x, 'waiting', 'ap|' .. x, A.record)
-redis.call('HDEL', STATE, 'ad|' .. x)
+redis.call('HDEL', STATE, 'ad|' .. x, 'ae|' .. x)
 redis.call('ZADD', KEYS[7 + 2 * #A.queues], NOW, RUN .. ' ' .. x)
 if A.due > 0 then
   redis.call('ZADD', qtimers(g.q), A.due, token('timeout', A.node, A.iter, A.hop, 1, -1))
 end
-event('approval.created', 0, 'x', x, 'id', A.id, 'approvers', A.approvers, 'prompt', A.prompt, 'due', A.due)
+if A.escalate > 0 then
+  redis.call('ZADD', qtimers(g.q), A.escalate, token('escalate', A.node, A.iter, A.hop, 1, -1))
+  event('approval.created', 0, 'x', x, 'id', A.id, 'approvers', A.approvers, 'prompt', A.prompt, 'due', A.due,
+    'escalate_to', A.escalate_to, 'escalate_at', A.escalate)
+else
+  event('approval.created', 0, 'x', x, 'id', A.id, 'approvers', A.approvers, 'prompt', A.prompt, 'due', A.due)
+end
 ack()
 return 'ok'

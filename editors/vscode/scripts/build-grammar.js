@@ -40,7 +40,7 @@ const itemScopes = {
   'keyword.control.flow.wf': ['routes', 'default', 'on_error', 'on_reject', 'retry', 'compensate', 'finally'],
   'keyword.other.block.wf': ['with', 'config'],
   'keyword.other.item.wf': [
-    'run', 'timeout', 'description', 'model', 'temperature', 'prompt', 'approvers', 'on_timeout', 'uses',
+    'run', 'timeout', 'description', 'model', 'temperature', 'prompt', 'approvers', 'on_timeout', 'uses', 'escalate_to', 'escalate_after',
     'version', 'deadline', 'max_hops', 'max_fanout', 'max_input_bytes', 'max_output_bytes', 'max_state_bytes', 'attempts', 'backoff', 'delay', 'max_delay', 'on', 'except',
   ],
 };

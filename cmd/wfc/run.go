@@ -395,6 +395,13 @@ func (p *progressPrinter) event(ev runtime.Event) {
 		p.line(x, "compensated", "")
 	case "comp.failed":
 		p.line(x, "compensation failed", ev.Fields["error"])
+	case "node.waiting", "item.flow":
+		if c := ev.Fields["child"]; c != "" {
+			if it := ev.Fields["item"]; it != "" {
+				x += "#" + it
+			}
+			p.line(x, "child run "+c, "")
+		}
 	case "approval.escalated":
 		p.line(x, "approval escalated to "+ev.Fields["escalate_to"], "")
 	case "approval.decided":
@@ -824,7 +831,29 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 		if !n.Due.IsZero() {
 			line += " until " + n.Due.Format(time.RFC3339Nano)
 		}
+		if n.Child != "" {
+			line += " (child run " + n.Child + ")"
+		}
 		fmt.Fprintln(w, line)
+	}
+	// The other child runs: a for_each flow node's items', and earlier
+	// attempts'.
+	shown := map[string]bool{}
+	for _, n := range st.Nodes {
+		shown[n.Child] = true
+	}
+	var kids []string
+	for c := range st.Children {
+		if !shown[c] {
+			kids = append(kids, c)
+		}
+	}
+	sort.Slice(kids, func(i, j int) bool {
+		a, b := st.Children[kids[i]], st.Children[kids[j]]
+		return a < b || a == b && kids[i] < kids[j]
+	})
+	for _, c := range kids {
+		fmt.Fprintf(w, "  child run %s of %s\n", c, st.Children[c])
 	}
 	for _, a := range st.Approvals {
 		if a.State == runtime.ApprovalOpen {

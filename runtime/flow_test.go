@@ -287,3 +287,14 @@ func TestLimitFlowDuplicate(t *testing.T) {
 		waitNoPending(t, v.e)
 	})
 }
+
+// MissingHandlers counts the children's handlers: wfc run refuses a run
+// whose child no local worker could run, instead of waiting for ever.
+func TestLimitFlowMissingHandlers(t *testing.T) {
+	child := childWF(t, "child", "nosuch.handler")
+	w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{child},
+		nodes: []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("1")))}})
+	if got := MissingHandlers(w, handlers.NewRegistry(handlers.Options{})); !slices.Equal(got, []string{"nosuch.handler"}) {
+		t.Fatalf("MissingHandlers = %v", got)
+	}
+}

@@ -409,7 +409,8 @@ func CheckSupported(w *ir.Workflow) error {
 	return nil
 }
 
-// MissingHandlers returns the handlers w runs (tasks and compensations)
+// MissingHandlers returns the handlers w runs (tasks and compensations,
+// its children's too)
 // that reg cannot run (Registry.Can: exec counts only when allowed), sorted. `wfc run` should refuse to start a run
 // whose handlers no local worker can execute.
 func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
@@ -437,6 +438,13 @@ func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
 	}
 	if f := w.Finally; f != nil {
 		check(f.Handler)
+	}
+	// The children its flow nodes run: their handlers run on the same
+	// workers.
+	for i := range w.Children {
+		for _, h := range MissingHandlers(&w.Children[i].Workflow, reg) {
+			check(h)
+		}
 	}
 	sort.Strings(missing)
 	return missing

@@ -270,15 +270,23 @@ func (e *Engine) cancelRun(ctx context.Context, run, reason string) {
 }
 
 // cancelChildren cancels the running children of a run that ended
-// (Cancel): the ch|<child> fields of its state hash list them.
+// (Cancel, and the orphans token its end queues): the ch|<child> fields
+// of its state hash list them.
 func (e *Engine) cancelChildren(ctx context.Context, run string) {
 	kids, err := e.st.children(ctx, run)
 	if err != nil {
 		e.log.Warn("wfc: listing a run's children", "run", run, "err", err)
 		return
 	}
+	if len(kids) == 0 {
+		return
+	}
+	reason := "parent run " + run + " ended"
+	if m, err := e.st.meta(ctx, run); err == nil {
+		reason = "parent run " + run + " " + m.Status
+	}
 	for child := range kids {
-		e.cancelRun(ctx, child, "parent run "+run+" cancelled")
+		e.cancelRun(ctx, child, reason)
 	}
 }
 

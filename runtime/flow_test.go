@@ -298,3 +298,26 @@ func TestLimitFlowMissingHandlers(t *testing.T) {
 		t.Fatalf("MissingHandlers = %v", got)
 	}
 }
+
+// A parent that fails (here: its deadline) cancels its running children.
+func TestLimitFlowParentFails(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		child := childWF(t, "child", "block")
+		w := build(t, wfSpec{name: "parent", set: ir.Settings{DeadlineMS: 300}, children: []*ir.Workflow{child},
+			nodes: []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("1")))}})
+		run := v.submit(w, nil)
+		v.waitStarted()
+		st := v.wait(run)
+		if st.State != RunFailed || !strings.Contains(st.Error, "deadline") {
+			t.Fatalf("parent: %s", dump(st))
+		}
+		cst := v.wait(st.Nodes["c"].Child)
+		if cst.State != RunCancelled || cst.Error != "parent run "+run+" failed" {
+			t.Fatalf("child: %s", dump(cst))
+		}
+		close(v.unblock)
+		waitNoPending(t, v.e)
+	})
+}

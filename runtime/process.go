@@ -27,7 +27,8 @@ type Token struct {
 	// compensation), "finish" (evaluate the run's outputs), "deadline",
 	// "timeout" and "escalate" (an approval's timeout and escalation:
 	// docs/waiting.md), "wake" (a wait task's timer: wait.go), "child" (a
-	// flow node's child run ended: flow.go).
+	// flow node's child run ended: flow.go), "orphans" (a run with child
+	// runs ended: cancel those still running).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -102,6 +103,12 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return err
 	}
 	j.m, j.ref = m, m.ref()
+	if tok.Kind == "orphans" {
+		// The run ended (lib.lua's endrun): its children still running
+		// run for nothing.
+		w.eng.cancelChildren(ctx, tok.Run)
+		return j.ack()
+	}
 	if tok.Kind == "comp" {
 		if m.Status != RunFailed || tok.Gen < m.Gen {
 			return j.ack()

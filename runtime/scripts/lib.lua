@@ -326,6 +326,11 @@ local function endrun()
   -- A child run (flow.go) tells its parent's flow node that it ended: a
   -- child token on the control queue, which is the parent's too (a child
   -- run's id puts it in its parent's shard).
+  -- A run that started child runs has a worker cancel those still
+  -- running (flow.go): they run for nothing now.
+  if redis.call('HEXISTS', STATE, 'run|kids') == 1 then
+    redis.call('XADD', qstream(info.ctl), '*', 't', token('orphans', '', '', 0, 1, -1))
+  end
   local parent = redis.call('HGET', STATE, 'run|parent')
   if parent then
     local p = cjson.decode(parent)

@@ -105,6 +105,9 @@ type wfSpec struct {
 	nodes   []*nodeSpec
 	goals   []string
 	finally *ir.Finally
+	// children: the workflows its flow nodes run (flow_test.go), built;
+	// their own children join the root's flat list.
+	children []*ir.Workflow
 }
 
 func input(name, kind string, def ...string) ir.Input {
@@ -189,6 +192,7 @@ func build(t testing.TB, s wfSpec) *ir.Workflow {
 	for _, h := range names {
 		w.Handlers = append(w.Handlers, ir.Handler{Name: h, Config: ir.Type{Kind: ir.KindAny}, Output: ir.Type{Kind: ir.KindAny}})
 	}
+	w.Children = embedChildren(t, s.children)
 	if err := ir.Analyze(w); err != nil {
 		t.Fatalf("analyze: %v", err)
 	}

@@ -441,6 +441,7 @@ type SubmitOption func(*submitConfig)
 
 type submitConfig struct {
 	runID     string
+	parent    *parentLink // a child run of a flow node (flow.go)
 	retention time.Duration
 	setRet    bool
 }
@@ -509,7 +510,7 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	args := startArgs{
 		base: e.st.base(ref, nil), IR: p.hash, Graph: p.suffix, Workflow: p.w.Name, Inputs: string(in),
 		Entries: p.entries, DeadlineMS: p.w.Settings.DeadlineMS, MaxHops: maxHops, MaxFanout: maxFan,
-		Retention: retMS,
+		Retention: retMS, Parent: c.parent,
 	}
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
@@ -555,14 +556,15 @@ type startArgs struct {
 	MaxHops    int         `json:"max_hops"`
 	MaxFanout  int         `json:"max_fanout"`
 	Retention  int64       `json:"retention"`
+	Parent     *parentLink `json:"parent,omitempty"`
 }
 
 // begin is start's fast path (scripts/begin.lua) for a workflow whose
 // entry nodes are outside loops. It returns "" when the case does not
 // apply or the script declined, and start runs.
 func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (string, error) {
-	if e.opts.generalOnly {
-		return "", nil
+	if e.opts.generalOnly || a.Parent != nil {
+		return "", nil // begin.lua does not record a parent
 	}
 	if len(ref.queues) == 0 {
 		return "", nil
@@ -751,6 +753,7 @@ func (e *Engine) Cancel(ctx context.Context, run string) error {
 	if err != nil {
 		return fmt.Errorf("runtime: cancel: %w", err)
 	}
+	e.cancelChildren(ctx, run) // flow nodes' child runs (flow.go)
 	return nil
 }
 

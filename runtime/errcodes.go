@@ -54,6 +54,7 @@ const (
 	CodeForEach       = "for_each"       // a for_each list is not a list or is too long
 	CodeDispatch      = "dispatch"       // a dispatch named no handler of its set
 	CodeState         = "state"          // the run's stored values would exceed max_state_bytes
+	CodeFlow          = "flow"           // a flow node's child run failed, was cancelled, or could not start
 )
 
 // errorCode is the error code of a node failure.

@@ -47,8 +47,9 @@ func synth(t *ir.Type) any {
 
 // Every workflow the compiler's golden tests produce either runs to an end
 // on the runtime, with fake handlers whose outputs fit the declared types,
-// or is refused by CheckSupported for its agent or flow nodes. Approvals
-// are approved as they open, by their first approver.
+// or is refused by CheckSupported for its agent nodes: flow nodes run their
+// embedded children. Approvals are approved as they open, by their first
+// approver.
 func TestCompilerGoldens(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/golden/compiler/*.ir.json")
 	if len(files) == 0 {
@@ -87,16 +88,22 @@ func TestCompilerGoldens(t *testing.T) {
 			}
 			return json.Marshal(synth(itemType(n)))
 		}
-		for _, r := range runnable {
-			for i := range r.w.Nodes {
-				nodes[r.w.Name+"/"+r.w.Nodes[i].ID] = &r.w.Nodes[i]
+		register := func(w *ir.Workflow) {
+			for i := range w.Nodes {
+				nodes[w.Name+"/"+w.Nodes[i].ID] = &w.Nodes[i]
 			}
-			for _, h := range r.w.Handlers {
+			for _, h := range w.Handlers {
 				switch h.Name {
 				case "noop", "echo", "cel", "fail":
 				default: // declared handlers, and http, exec, sleep: no outside world in tests
 					v.reg.RegisterFunc(h.Name, fake)
 				}
+			}
+		}
+		for _, r := range runnable {
+			register(r.w)
+			for i := range r.w.Children {
+				register(&r.w.Children[i].Workflow)
 			}
 		}
 		v.worker(func(o *WorkerOptions) { o.Concurrency = 16 })
@@ -129,6 +136,7 @@ func TestCompilerGoldens(t *testing.T) {
 				continue
 			}
 			v.check(run)
+			checkChildren(v, run)
 			t.Logf("%s: %s %s %s", r.name, st.State, st.Result, st.Error)
 		}
 	})

@@ -65,6 +65,8 @@ type plan struct {
 
 	simpleOnce sync.Once
 	simple     map[string][]simpleSucc // see simpleSuccessors
+
+	kids sync.Map // child workflow hash -> *ir.Workflow (plan.child)
 }
 
 // A simpleSucc is a successor on complete's fast path: its id and, for a
@@ -169,8 +171,9 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 		n := &w.Nodes[i]
 		p.nodes[n.ID] = n
 		g := &gnode{Q: cmp.Or(qf(n.Handler), ctl)}
-		if n.Human != nil {
-			// A human node runs no handler: its token is the runtime's own.
+		if n.Human != nil || n.Flow != nil {
+			// A human or flow node runs no handler: its token is the
+			// runtime's own.
 			g.Q = ctl
 		}
 		if d := n.Dispatch; d != nil && len(d.Handlers) > 0 {
@@ -352,7 +355,7 @@ func loopIteration(vec string) int {
 }
 
 // CheckSupported reports whether this runtime can execute w: the IR must
-// analyze cleanly, and agent and flow nodes are not supported yet, nor a
+// analyze cleanly, and agent nodes are not supported yet, nor a
 // human node with for_each, loop, branch, dispatch or compensate.
 // The CLI should call it before submitting a run.
 func CheckSupported(w *ir.Workflow) error {
@@ -383,20 +386,31 @@ func CheckSupported(w *ir.Workflow) error {
 					return fmt.Errorf("runtime: human node %q has %s, which this runtime does not support on a human node", n.ID, c.what)
 				}
 			}
-		case ir.NodeAgent, ir.NodeFlow:
+		case ir.NodeFlow:
+			if n.Flow == nil {
+				return fmt.Errorf("runtime: flow node %q has no flow block", n.ID)
+			}
+		case ir.NodeAgent:
 			unsupported = append(unsupported, fmt.Sprintf("%s (%s)", n.ID, n.Type))
 		default:
 			return fmt.Errorf("runtime: node %q has unknown type %q", n.ID, n.Type)
 		}
 	}
 	if len(unsupported) > 0 {
-		return fmt.Errorf("runtime: workflow %q uses node kinds this runtime cannot execute yet (agent and flow nodes are not supported): %s",
+		return fmt.Errorf("runtime: workflow %q uses node kinds this runtime cannot execute yet (agent nodes are not supported): %s",
 			w.Name, strings.Join(unsupported, ", "))
+	}
+	// The children its flow nodes run (at any depth: the list is flat).
+	for i := range w.Children {
+		if err := CheckSupported(&w.Children[i].Workflow); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// MissingHandlers returns the handlers w runs (tasks and compensations)
+// MissingHandlers returns the handlers w runs (tasks and compensations,
+// its children's too)
 // that reg cannot run (Registry.Can: exec counts only when allowed), sorted. `wfc run` should refuse to start a run
 // whose handlers no local worker can execute.
 func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
@@ -424,6 +438,13 @@ func MissingHandlers(w *ir.Workflow, reg *handlers.Registry) []string {
 	}
 	if f := w.Finally; f != nil {
 		check(f.Handler)
+	}
+	// The children its flow nodes run: their handlers run on the same
+	// workers.
+	for i := range w.Children {
+		for _, h := range MissingHandlers(&w.Children[i].Workflow, reg) {
+			check(h)
+		}
 	}
 	sort.Strings(missing)
 	return missing

@@ -26,7 +26,9 @@ type Token struct {
 	// (collect a for_each node's items and route), "comp" (run a
 	// compensation), "finish" (evaluate the run's outputs), "deadline",
 	// "timeout" and "escalate" (an approval's timeout and escalation:
-	// docs/waiting.md), "wake" (a wait task's timer: wait.go).
+	// docs/waiting.md), "wake" (a wait task's timer: wait.go), "child" (a
+	// flow node's child run ended: flow.go), "orphans" (a run with child
+	// runs ended: cancel those still running).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -101,6 +103,12 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return err
 	}
 	j.m, j.ref = m, m.ref()
+	if tok.Kind == "orphans" {
+		// The run ended (lib.lua's endrun): its children still running
+		// run for nothing.
+		w.eng.cancelChildren(ctx, tok.Run)
+		return j.ack()
+	}
 	if tok.Kind == "comp" {
 		if m.Status != RunFailed || tok.Gen < m.Gen {
 			return j.ack()
@@ -142,6 +150,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.timeout()
 	case "wake":
 		return j.wake()
+	case "child":
+		return j.childDone()
 	case "escalate":
 		return j.escalate()
 	case "deadline":
@@ -442,7 +452,9 @@ func (j *job) exec() error {
 	}
 	// (running: marked by started.lua, then the worker died or lost the
 	// message; the execution runs again, at least once as always.)
-	if st != NodeQueued && st != NodeRetrying && st != NodeRunning {
+	// (waiting, for a flow node: its child run was recorded, then the
+	// worker died before submitting it; the submit is idempotent.)
+	if st != NodeQueued && st != NodeRetrying && st != NodeRunning && (st != NodeWaiting || j.n.Flow == nil) {
 		j.w.dups.Add(1)
 		return j.ack() // done already, or an unknown execution
 	}
@@ -474,6 +486,9 @@ func (j *job) exec() error {
 	}
 	if n.ForEach != nil {
 		return j.expand(act)
+	}
+	if n.Flow != nil {
+		return j.flow(act, -1) // a child run: parked, no handler runs
 	}
 	cfg, err := j.p.params(j.ctx, n.With, n.ID, act, j.maxOutput())
 	if err != nil {
@@ -960,6 +975,9 @@ func (j *job) item() error {
 	if n.ForEach.Index != "" {
 		act = act.with(n.ForEach.Index, int64(k))
 	}
+	if n.Flow != nil {
+		return j.flow(act, k)
+	}
 	cfg, err := j.p.params(j.ctx, n.With, n.ID, act, j.maxOutput())
 	if err != nil {
 		return j.evalFailed(err, k)
@@ -1344,6 +1362,9 @@ func nodeExprs(n *ir.Node) []string {
 	params := func(ps []ir.Param) { paramExprs(ps, add) }
 	add(n.When)
 	params(n.With)
+	if n.Flow != nil {
+		params(n.Flow.With)
+	}
 	if n.Dispatch != nil {
 		add(&n.Dispatch.Expr)
 	}

@@ -70,6 +70,10 @@ type Status struct {
 	// Approvals are the run's approvals (human nodes), open or decided,
 	// oldest first.
 	Approvals []Approval `json:"approvals,omitempty"`
+	// Children are the child runs its flow nodes started (every attempt
+	// and for_each item): child run id -> the execution that started it,
+	// with "#" and the item index for an item's.
+	Children map[string]string `json:"children,omitempty"`
 }
 
 // Done reports whether the run is terminal and no compensation is running.
@@ -93,6 +97,9 @@ type NodeStatus struct {
 	// Due, for a waiting wait task (the built-in durable timer), is the
 	// time it waits until.
 	Due time.Time `json:"due,omitzero"`
+	// Child, for a flow node, is the child run of its latest attempt
+	// (docs/waiting.md, "Child flows").
+	Child string `json:"child,omitempty"`
 }
 
 // Output returns the output of node id's latest execution (its last
@@ -181,7 +188,16 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		if a := states["att|"+x]; a != "" {
 			ns.Attempt, _ = strconv.Atoi(a)
 		}
+		ns.Child = states["fl|"+x]
 		st.Nodes[x] = ns
+	}
+	for k, v := range states {
+		if c, ok := strings.CutPrefix(k, "ch|"); ok {
+			if st.Children == nil {
+				st.Children = map[string]string{}
+			}
+			st.Children[c] = v
+		}
 	}
 	st.Approvals = approvalsOf(run, m, states)
 	s.waiting(ctx, st, m.Graph, reg.Val())

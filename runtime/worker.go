@@ -189,6 +189,7 @@ func (o *WorkerOptions) defaults() {
 // executions alive with heartbeats, and moves due timers to the queues.
 type Worker struct {
 	st   *store
+	eng  *Engine // submits child runs (flow nodes: flow.go)
 	ks   keyspace
 	opts WorkerOptions
 	log  *slog.Logger
@@ -262,7 +263,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		log = slog.New(maskHandler{log.Handler(), opts.Secrets})
 	}
 	w := &Worker{
-		st: e.st, ks: e.st.ks, opts: opts,
+		st: e.st, eng: e, ks: e.st.ks, opts: opts,
 		log: log.With("consumer", opts.Consumer), host: fmt.Sprintf("%s-%d", host, os.Getpid()),
 		sem: make(chan struct{}, opts.Concurrency),
 	}

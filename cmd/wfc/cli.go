@@ -52,7 +52,7 @@ func init() {
 		{Name: "status", Summary: "show a run's state, nodes and result", Run: runOnRun("status", "Status shows a run's state, each node's state and the result.", runStatus)},
 		{Name: "cancel", Summary: "cancel a run", Run: runOnRun("cancel", "Cancel stops a run: no node starts after it, and late completions are ignored.", runCancel)},
 		{Name: "retry", Summary: "re-run the failed part of a failed run", Run: runOnRun("retry", "Retry re-runs the failed part of a failed run; completed nodes keep their outputs.", runRetry)},
-		{Name: "events", Summary: "print a run's event log", Run: runOnRun("events", "Events prints the run's event log, oldest first.", runEvents)},
+		{Name: "events", Summary: "print a run's event log", Run: runOnRunFlags("events", "Events prints the run's event log, oldest first; with --children the events of its child runs too.", eventsCmd)},
 		{Name: "approvals", Summary: "list the approvals human nodes wait for", Run: runApprovals},
 		{Name: "approve", Summary: "approve or reject an approval of a run", Run: runApprove},
 		{Name: "bench", Summary: "measure the runtime on a Redis against a raw go-redis reference", Run: runBench},

@@ -51,6 +51,7 @@
 //	        [--dead-after D]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
+//	wfc events --redis URL --children RUN
 //	wfc approvals --redis URL [--run RUN] [--wait] [--json]
 //	wfc approve --redis URL [--reject] [--by WHO] [--comment T]
 //	        [--input NAME=VALUE]... RUN NODE

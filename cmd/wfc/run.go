@@ -395,6 +395,13 @@ func (p *progressPrinter) event(ev runtime.Event) {
 		p.line(x, "compensated", "")
 	case "comp.failed":
 		p.line(x, "compensation failed", ev.Fields["error"])
+	case "node.waiting", "item.flow":
+		if c := ev.Fields["child"]; c != "" {
+			if it := ev.Fields["item"]; it != "" {
+				x += "#" + it
+			}
+			p.line(x, "child run "+c, "")
+		}
 	case "approval.escalated":
 		p.line(x, "approval escalated to "+ev.Fields["escalate_to"], "")
 	case "approval.decided":
@@ -759,8 +766,17 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 // runOnRun is the shape of status, cancel, retry and events: one run id
 // against a Redis.
 func runOnRun(name, doc string, act func(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int) func(context.Context, *Env, []string) int {
+	return runOnRunFlags(name, doc, func(*flags) func(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int {
+		return act
+	})
+}
+
+// runOnRunFlags is runOnRun for a command with flags of its own: setup
+// defines them and returns the action.
+func runOnRunFlags(name, doc string, setup func(fs *flags) func(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int) func(context.Context, *Env, []string) int {
 	return func(ctx context.Context, env *Env, args []string) int {
 		fs := newFlags(name, "wfc "+name+" --redis URL [flags] RUN", doc)
+		act := setup(fs)
 		rf := addRuntimeFlags(fs, env)
 		jsonOut := fs.Bool("json", false, "print JSON")
 		args, code, ok := fs.parse(env, args)
@@ -824,7 +840,29 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 		if !n.Due.IsZero() {
 			line += " until " + n.Due.Format(time.RFC3339Nano)
 		}
+		if n.Child != "" {
+			line += " (child run " + n.Child + ")"
+		}
 		fmt.Fprintln(w, line)
+	}
+	// The other child runs: a for_each flow node's items', and earlier
+	// attempts'.
+	shown := map[string]bool{}
+	for _, n := range st.Nodes {
+		shown[n.Child] = true
+	}
+	var kids []string
+	for c := range st.Children {
+		if !shown[c] {
+			kids = append(kids, c)
+		}
+	}
+	sort.Slice(kids, func(i, j int) bool {
+		a, b := st.Children[kids[i]], st.Children[kids[j]]
+		return a < b || a == b && kids[i] < kids[j]
+	})
+	for _, c := range kids {
+		fmt.Fprintf(w, "  child run %s of %s\n", c, st.Children[c])
 	}
 	for _, a := range st.Approvals {
 		if a.State == runtime.ApprovalOpen {
@@ -864,6 +902,55 @@ func runRetry(ctx context.Context, env *Env, eng *runtime.Engine, id string, _ b
 	return exitOK
 }
 
+// eventsCmd is wfc events: --children adds the events of the run's child
+// runs (flow nodes), each after the event that started it.
+func eventsCmd(fs *flags) func(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int {
+	children := fs.Bool("children", false, "also print the events of the run's child runs (flow nodes; their children too), each after the event that started it")
+	return func(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int {
+		if !*children || jsonOut {
+			return runEvents(ctx, env, eng, id, jsonOut)
+		}
+		if err := writeEventTree(ctx, env.Stdout, eng, id, "", 0); err != nil {
+			fmt.Fprintf(env.Stderr, "wfc events: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+}
+
+// writeEventTree prints a run's events, and after each event that started
+// a child run (node.waiting, item.flow with field child) the child's
+// events, indented.
+func writeEventTree(ctx context.Context, w io.Writer, eng *runtime.Engine, id, indent string, depth int) error {
+	evs, err := eng.Events(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		writeEvent(w, ev, indent)
+		if c := ev.Fields["child"]; c != "" && depth < ir.MaxFlowDepth {
+			fmt.Fprintf(w, "%s  child run %s:\n", indent, c)
+			if err := writeEventTree(ctx, w, eng, c, indent+"    ", depth+1); err != nil {
+				fmt.Fprintf(w, "%s    (%v)\n", indent, err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeEvent(w io.Writer, ev runtime.Event, indent string) {
+	keys := make([]string, 0, len(ev.Fields))
+	for k := range ev.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%s", k, ev.Fields[k])
+	}
+	fmt.Fprintf(w, "%s%s %-18s%s\n", indent, ev.Time.Format("15:04:05.000"), ev.Type, b.String())
+}
+
 func runEvents(ctx context.Context, env *Env, eng *runtime.Engine, id string, jsonOut bool) int {
 	evs, err := eng.Events(ctx, id)
 	if err != nil {
@@ -877,16 +964,7 @@ func runEvents(ctx context.Context, env *Env, eng *runtime.Engine, id string, js
 		return writeJSON(env, "events", "the run's events", evs)
 	}
 	for _, ev := range evs {
-		keys := make([]string, 0, len(ev.Fields))
-		for k := range ev.Fields {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var b strings.Builder
-		for _, k := range keys {
-			fmt.Fprintf(&b, " %s=%s", k, ev.Fields[k])
-		}
-		fmt.Fprintf(env.Stdout, "%s %-18s%s\n", ev.Time.Format("15:04:05.000"), ev.Type, b.String())
+		writeEvent(env.Stdout, ev, "")
 	}
 	return exitOK
 }

@@ -20,3 +20,22 @@ func TestStatusWaitDue(t *testing.T) {
 		t.Fatalf("status:\n%s", b.String())
 	}
 }
+
+// TestStatusChildren: wfc status names a flow node's child run, and the
+// child runs of for_each items and earlier attempts.
+func TestStatusChildren(t *testing.T) {
+	st := &runtime.Status{RunID: "r1", Workflow: "w", State: runtime.RunRunning, Nodes: map[string]*runtime.NodeStatus{
+		"sub":  {Node: "sub", State: runtime.NodeWaiting, Child: "r1.sub.2"},
+		"each": {Node: "each", State: runtime.NodeRunning},
+	}, Children: map[string]string{"r1.sub.1": "sub", "r1.sub.2": "sub", "r1.each.b": "each#1", "r1.each.a": "each#0"}}
+	var b strings.Builder
+	writeStatus(&b, st)
+	want := "  each                     running\n" +
+		"  sub                      waiting (child run r1.sub.2)\n" +
+		"  child run r1.each.a of each#0\n" +
+		"  child run r1.each.b of each#1\n" +
+		"  child run r1.sub.1 of sub\n"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("status:\n%s\nwant:\n%s", b.String(), want)
+	}
+}

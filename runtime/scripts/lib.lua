@@ -323,6 +323,20 @@ end
 -- expires after its retention now.
 local function endrun()
   local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  -- A child run (flow.go) tells its parent's flow node that it ended: a
+  -- child token on the control queue, which is the parent's too (a child
+  -- run's id puts it in its parent's shard).
+  -- A run that started child runs has a worker cancel those still
+  -- running (flow.go): they run for nothing now.
+  if redis.call('HEXISTS', STATE, 'run|kids') == 1 then
+    redis.call('XADD', qstream(info.ctl), '*', 't', token('orphans', '', '', 0, 1, -1))
+  end
+  local parent = redis.call('HGET', STATE, 'run|parent')
+  if parent then
+    local p = cjson.decode(parent)
+    redis.call('XADD', qstream(info.ctl), '*', 't',
+      tokenjson('child', p.run, p.node, p.iter, p.hop, p.attempt, p.item, p.gen, '', 0))
+  end
   if info.fin then
     if redis.call('HSETNX', STATE, 'run|finally', 'running') == 1 then
       redis.call('XADD', qstream(info.fq or info.ctl), '*', 't', token('final', '', '', 0, 1, -1))

@@ -1,7 +1,9 @@
 -- start: creates a run and queues its entry nodes.
 -- A: ir, graph, workflow, inputs (JSON text), entries [[node, vec]],
 --    deadline_ms, deadline_at (ms), max_hops, max_fanout, retention (ms the
---    run's keys are kept once it ends; 0 forever).
+--    run's keys are kept once it ends; 0 forever), parent (a child run of
+--    a flow node, flow.go: {run, node, iter, hop, attempt, item, gen},
+--    which its end notifies; absent otherwise).
 if redis.call('HEXISTS', STATE, 'run|status') == 1 then return 'exists' end
 local info = redis.call('HGET', GRAPH, '_')
 if not info then return fail('graph ' .. GRAPH .. ' is not stored') end
@@ -20,7 +22,15 @@ redis.call('HSET', STATE, 'run|graph', A.graph, 'run|status', 'running', 'run|ge
   'run|retention', tostring(A.retention or 0))
 RET = tonumber(A.retention or 0) or 0
 GSFX, MAXHOPS = A.graph, A.max_hops
-fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
+if A.parent then
+  -- run|aux: a run that ends in advance.lua leaves its end to complete,
+  -- whose endrun notifies the parent.
+  redis.call('HSET', STATE, 'run|parent', cjson.encode(A.parent), 'run|aux', '1')
+  fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs,
+    'parent', A.parent.run, 'parent_x', xkey(A.parent.node, A.parent.iter))
+else
+  fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
+end
 for _, e in ipairs(A.entries) do dispatch(e[1], e[2], 1) end
 unfold()
 if A.deadline_ms > 0 then

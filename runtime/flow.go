@@ -1,0 +1,308 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// Child flows (docs/waiting.md, "Child flows"): a flow node runs its
+// embedded child workflow as a run of its own. The worker that takes the
+// node's exec token (or a for_each item's token) evaluates `with` (the
+// child's inputs), records the child (scripts/flow.lua: the execution
+// waits, field fl|x names the child; ch|<child> lists it for cancel and
+// status), submits the child run and acknowledges: the parent holds the
+// execution's counter unit but no worker. The child run's id is derived
+// from the parent run, the execution, the generation, the attempt and the
+// item, so a redelivered token submits the same run again, which is a
+// no-op; and it is chosen in the parent's shard, so that the script that
+// ends the child (lib.lua's endrun) can queue a child token on the
+// parent's control queue. The worker taking that token completes the
+// execution with the child's result, or fails the attempt (retry starts a
+// new child) when the child failed or was cancelled.
+
+// A parentLink is what a child run records of the execution that runs it
+// (run|parent), and what its end's child token names.
+type parentLink struct {
+	Run     string `json:"run"`
+	Node    string `json:"node"`
+	Iter    string `json:"iter"`
+	Hop     int    `json:"hop"`
+	Attempt int    `json:"attempt"`
+	Item    int    `json:"item"`
+	Gen     int    `json:"gen"`
+}
+
+func withParent(l *parentLink) SubmitOption { return func(c *submitConfig) { c.parent = l } }
+
+// childRunID returns the id of the child run of execution x of run parent
+// (generation gen, attempt, for_each item or -1): readable in part, unique
+// by a hash of all of them, at most 128 bytes, and in the parent's shard.
+func childRunID(ks keyspace, parent, x string, gen, attempt, item int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%d", parent, x, gen, attempt, item)))
+	node, _ := splitExecKey(x)
+	base := fmt.Sprintf("%s.%s.%x", clipID(parent, 40), clipID(node, 40), h[:8])
+	want := ks.shard(parent)
+	for s := 0; ; s++ {
+		id := base
+		if s > 0 {
+			id += "-" + strconv.Itoa(s)
+		}
+		if ks.shard(id) == want {
+			return id
+		}
+	}
+}
+
+func clipID(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// child returns the document of the embedded child workflow hash, with the
+// children its own flow nodes run (at any depth; the root's list is flat),
+// so that it stands on its own as a run's IR.
+func (p *plan) child(hash string) (*ir.Workflow, error) {
+	if v, ok := p.kids.Load(hash); ok {
+		return v.(*ir.Workflow), nil
+	}
+	idx := make(map[string]int, len(p.w.Children))
+	for i := range p.w.Children {
+		idx[p.w.Children[i].Hash] = i
+	}
+	k, ok := idx[hash]
+	if !ok {
+		return nil, fmt.Errorf("no embedded child workflow has hash %s", hash)
+	}
+	reach := map[string]bool{}
+	var walk func(w *ir.Workflow)
+	walk = func(w *ir.Workflow) {
+		for i := range w.Nodes {
+			if f := w.Nodes[i].Flow; f != nil && !reach[f.Hash] {
+				if j, ok := idx[f.Hash]; ok {
+					reach[f.Hash] = true
+					walk(&p.w.Children[j].Workflow)
+				}
+			}
+		}
+	}
+	c := p.w.Children[k].Workflow // Submit plans a copy: sharing is safe
+	walk(&c)
+	c.Children = nil
+	for _, ch := range p.w.Children {
+		if reach[ch.Hash] {
+			c.Children = append(c.Children, ch)
+		}
+	}
+	p.kids.Store(hash, &c)
+	return &c, nil
+}
+
+// flow starts the child run of a flow node's execution (item -1) or of one
+// of its for_each items.
+func (j *job) flow(act vars, item int) error {
+	n := j.n
+	attempt := max(j.tok.Attempt, 1)
+	what := func(err error) error {
+		if item >= 0 {
+			return fmt.Errorf("item %d: %w", item, err)
+		}
+		return err
+	}
+	cw, err := j.p.child(n.Flow.Hash)
+	if err != nil {
+		return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: %v", n.Flow.Uses, err)), item)
+	}
+	cfg, err := j.p.params(j.ctx, n.Flow.With, n.ID, act, j.maxOutput())
+	if err != nil {
+		return j.evalFailed(what(err), item)
+	}
+	in := map[string]any{}
+	if err := json.Unmarshal(cfg, &in); err != nil {
+		return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: inputs: %v", n.Flow.Uses, err)), item)
+	}
+	id := childRunID(j.w.ks, j.tok.Run, j.x, j.tok.Gen, attempt, item)
+	b := j.base()
+	b.Msg = nil // acknowledged below, once the child is submitted
+	reply, err := j.w.st.call(j.ctx, "flow", j.ref, struct {
+		base
+		Node  string `json:"node"`
+		Iter  string `json:"iter"`
+		Gen   int    `json:"gen"`
+		Item  int    `json:"item"`
+		Child string `json:"child"`
+	}{b, j.tok.Node, j.tok.Iter, j.tok.Gen, item, id})
+	if err != nil {
+		return fmt.Errorf("flow %s: %w", j.x, err)
+	}
+	if reply != "ok" {
+		j.counted("flow", reply)
+		return j.ack()
+	}
+	link := &parentLink{Run: j.tok.Run, Node: j.tok.Node, Iter: j.tok.Iter, Hop: j.tok.Hop, Attempt: attempt, Item: item, Gen: j.tok.Gen}
+	if _, err := j.w.eng.Submit(j.ctx, cw, in, WithRunID(id), withParent(link)); err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) || errors.Is(err, ErrRunExists) {
+			return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: %v", n.Flow.Uses, err)), item)
+		}
+		return err // the message stays pending and is handled again
+	}
+	// A parent cancelled while the child was being submitted: its cancel
+	// may not have seen the child.
+	if st, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), runField("status")).Result(); err == nil && st != RunRunning {
+		j.w.eng.cancelRun(j.ctx, id, "parent run "+j.tok.Run+" is "+st)
+	}
+	j.w.applied.Add(1)
+	return j.ack()
+}
+
+// childDone handles a child token: the child run of an execution (or
+// for_each item) ended. The execution completes with the child's result or
+// its attempt fails; a token of a child the execution no longer waits for
+// (a duplicate, an older attempt) is dropped.
+func (j *job) childDone() error {
+	item := j.tok.Item
+	attempt := max(j.tok.Attempt, 1)
+	id := childRunID(j.w.ks, j.tok.Run, j.x, j.tok.Gen, attempt, item)
+	if j.n.Flow == nil {
+		return j.ack()
+	}
+	if item < 0 {
+		vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), j.x, "fl|"+j.x).Result()
+		if err != nil && err != redis.Nil {
+			return err
+		}
+		if st, _ := vals[0].(string); st != NodeWaiting || vals[1] != id {
+			j.w.dups.Add(1)
+			return j.ack()
+		}
+	} else {
+		pipe := j.w.st.rdb.Pipeline()
+		stc := pipe.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x)
+		itc := pipe.HMGet(j.ctx, j.w.ks.items(j.tok.Run), fmt.Sprintf("%s|s|%d", j.x, item), fmt.Sprintf("%s|a|%d", j.x, item))
+		if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
+			return err
+		}
+		vals := itc.Val()
+		ist, _ := vals[0].(string)
+		ia, _ := vals[1].(string)
+		if ia == "" {
+			ia = "1"
+		}
+		if stc.Val() != NodeRunning || (ist != "queued" && ist != "retrying") || ia != strconv.Itoa(attempt) {
+			j.w.dups.Add(1)
+			return j.ack()
+		}
+	}
+	m, err := j.w.st.meta(j.ctx, id)
+	if errors.Is(err, ErrUnknownRun) {
+		return j.handlerFailed(j.childErr(handlers.Errorf(CodeFlow, true, "child run %s is unknown (expired?)", id), item), item)
+	}
+	if err != nil {
+		return err
+	}
+	switch m.Status {
+	case RunCompleted:
+	case RunFailed, RunCancelled:
+		msg := fmt.Sprintf("child run %s %s", id, m.Status)
+		if m.Error != "" {
+			msg += ": " + m.Error
+		}
+		return j.handlerFailed(j.childErr(handlers.Errorf(CodeFlow, true, "%s", msg), item), item)
+	default: // running again (a partial retry of the child): it ends again
+		return j.ack()
+	}
+	out := json.RawMessage(m.Result)
+	if len(out) == 0 {
+		out = json.RawMessage("{}")
+	}
+	if err := j.checkOutput(out); err != nil {
+		return j.handlerFailed(j.childErr(err, item), item)
+	}
+	if item >= 0 {
+		reply, err := j.scriptReply("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, item, string(out), false, 0, 0, j.maxState()})
+		if err == nil && reply == "state" {
+			return j.failNode(fmt.Errorf("item %d: %w", item, j.stateErr("output", len(out))), item)
+		}
+		return err
+	}
+	var act vars
+	if j.p.hasExprs(j.n.ID) {
+		if act, err = j.activation(j.p.reads(j.n.ID)); err != nil {
+			return j.evalFailed(err, -1)
+		}
+	}
+	return j.succeed(out, act)
+}
+
+func (j *job) childErr(err error, item int) error {
+	if item >= 0 {
+		return fmt.Errorf("item %d: %w", item, err)
+	}
+	return err
+}
+
+// cancelRun cancels a running run and its children, logging what fails
+// (a run that ended meanwhile is not an error).
+func (e *Engine) cancelRun(ctx context.Context, run, reason string) {
+	m, err := e.meta(ctx, run)
+	if err != nil || m.Status != RunRunning {
+		return
+	}
+	if _, err := e.st.call(ctx, "cancel", m.ref(), struct {
+		base
+		Reason string `json:"reason"`
+	}{e.st.base(m.ref(), nil), reason}); err != nil {
+		e.log.Warn("wfc: cancelling a child run", "run", run, "err", err)
+		return
+	}
+	e.cancelChildren(ctx, run)
+}
+
+// cancelChildren cancels the running children of a run that ended
+// (Cancel, and the orphans token its end queues): the ch|<child> fields
+// of its state hash list them.
+func (e *Engine) cancelChildren(ctx context.Context, run string) {
+	kids, err := e.st.children(ctx, run)
+	if err != nil {
+		e.log.Warn("wfc: listing a run's children", "run", run, "err", err)
+		return
+	}
+	if len(kids) == 0 {
+		return
+	}
+	reason := "parent run " + run + " ended"
+	if m, err := e.st.meta(ctx, run); err == nil {
+		reason = "parent run " + run + " " + m.Status
+	}
+	for child := range kids {
+		e.cancelRun(ctx, child, reason)
+	}
+}
+
+// children returns a run's child runs (child run id -> the execution, with
+// "#item" for a for_each item's).
+func (s *store) children(ctx context.Context, run string) (map[string]string, error) {
+	out := map[string]string{}
+	iter := s.rdb.HScan(ctx, s.ks.state(run), 0, "ch|*", 1000).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		if !iter.Next(ctx) {
+			break
+		}
+		if len(k) > 3 && k[:3] == "ch|" {
+			out[k[3:]] = iter.Val()
+		}
+	}
+	return out, iter.Err()
+}

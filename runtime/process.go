@@ -26,7 +26,8 @@ type Token struct {
 	// (collect a for_each node's items and route), "comp" (run a
 	// compensation), "finish" (evaluate the run's outputs), "deadline",
 	// "timeout" and "escalate" (an approval's timeout and escalation:
-	// docs/waiting.md), "wake" (a wait task's timer: wait.go).
+	// docs/waiting.md), "wake" (a wait task's timer: wait.go), "signal"
+	// and "sigtimeout" (a signal task's signal and timeout: signal.go).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -144,6 +145,10 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.wake()
 	case "escalate":
 		return j.escalate()
+	case "signal":
+		return j.signalled()
+	case "sigtimeout":
+		return j.signalTimeout()
 	case "deadline":
 		if tok.Gen != m.Gen {
 			return j.ack()
@@ -485,6 +490,9 @@ func (j *job) exec() error {
 	}
 	if h == WaitHandler {
 		return j.wait(cfg, act) // a durable timer: parked, no handler runs
+	}
+	if h == SignalHandler {
+		return j.listen(cfg) // parked until its signal (signal.go)
 	}
 	stop := j.markRunning()
 	out, err := j.call(h, cfg, -1, false)

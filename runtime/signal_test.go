@@ -1,0 +1,178 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/wfc-lang/wfc/ir"
+)
+
+// textOut is the output type { text: string }.
+var textOut = &ir.Type{Kind: ir.KindObject, Fields: []ir.Field{{Name: "text", Type: ir.Type{Kind: ir.KindString}}}}
+
+// signalWF: [a (block) ->] s (signal "reply", correlation input.order,
+// output {text}) -> done; result: s's text.
+func signalWF(t *testing.T, first bool, opts ...nodeOpt) *ir.Workflow {
+	s := task("s", "signal", append([]nodeOpt{with("name", konst(`"reply"`)), with("correlation", cexpr("input.order")), outType(textOut)}, opts...)...)
+	nodes := []*nodeSpec{s, task("done", "noop", after("s"))}
+	if first {
+		s.after = append(s.after, "a")
+		nodes = append([]*nodeSpec{task("a", "block")}, nodes...)
+	}
+	return build(t, wfSpec{name: "signals", inputs: []ir.Input{input("order", ir.KindString)},
+		outputs: []ir.Output{output("text", "has(s.output) ? s.output.text : 'none'")}, nodes: nodes})
+}
+
+// stateOf returns run's state hash and event count, to compare before and
+// after a refused call.
+func stateOf(v *env, run string) string {
+	v.t.Helper()
+	h, err := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.state(run)).Result()
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	evs, err := v.e.Events(v.ctx, run)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, h[k])
+	}
+	fmt.Fprintf(&b, "events=%d\n", len(evs))
+	return b.String()
+}
+
+func resultText(t *testing.T, st *Status) string {
+	t.Helper()
+	var r struct{ Text string }
+	if err := json.Unmarshal(st.Result, &r); err != nil {
+		t.Fatalf("%v: %s", err, dump(st))
+	}
+	return r.Text
+}
+
+// TestSignalAfterReached: a node waiting for its signal shows it in its
+// status, holds no message, ignores a signal of another correlation (kept
+// for later) and completes with the payload of its own.
+func TestSignalAfterReached(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.Concurrency = 1 })
+		run := v.submit(signalWF(t, false), map[string]any{"order": "o1"})
+		st := waitWaiting(v, run, "s")
+		if ns := st.Nodes["s"]; ns.Signal != "reply" || ns.Correlation != "o1" || !ns.Due.IsZero() || st.Counter != 1 {
+			t.Fatalf("waiting: %s", dump(st))
+		}
+		v.check(run)
+		if n := pending(t, v.e); n != 0 {
+			t.Errorf("%d messages pending while the signal task is parked", n)
+		}
+		if x, err := v.e.Signal(v.ctx, run, "reply", "o2", json.RawMessage(`{"text":"other"}`)); err != nil || x != "" {
+			t.Fatalf("other correlation: %q %v", x, err)
+		}
+		if x, err := v.e.Signal(v.ctx, run, "reply", "o1", json.RawMessage(`{"text": "hello"}`)); err != nil || x != "s" {
+			t.Fatalf("signal: %q %v", x, err)
+		}
+		st = v.wait(run)
+		if st.State != RunCompleted || resultText(t, st) != "hello" || string(st.Nodes["s"].Output) != `{"text":"hello"}` {
+			t.Fatalf("%s", dump(st))
+		}
+		if eventCount(v, run, "signal.received", "s") != 1 {
+			t.Error("no signal.received event")
+		}
+		// The run ended: it takes no more signals, and its state stays.
+		before := stateOf(v, run)
+		if _, err := v.e.Signal(v.ctx, run, "reply", "o1", json.RawMessage(`{"text":"late"}`)); err == nil || !strings.Contains(err.Error(), "is completed: it takes no more signals") {
+			t.Errorf("ended run: %v", err)
+		}
+		if after := stateOf(v, run); after != before {
+			t.Errorf("a refused signal changed the state:\n%s\n%s", before, after)
+		}
+	})
+}
+
+// TestSignalBeforeReached: a signal sent before its node is reached is
+// kept and taken when it is.
+func TestSignalBeforeReached(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		run := v.submit(signalWF(t, true), map[string]any{"order": "o1"})
+		v.waitStarted()
+		if x, err := v.e.Signal(v.ctx, run, "reply", "o1", json.RawMessage(`{"text":"early"}`)); err != nil || x != "" {
+			t.Fatalf("early signal: %q %v", x, err)
+		}
+		st, err := v.e.Status(v.ctx, run)
+		if err != nil || nodeState(st, "s") != "absent" {
+			t.Fatalf("%v %s", err, dump(st))
+		}
+		v.check(run)
+		close(v.unblock)
+		st = v.wait(run)
+		if st.State != RunCompleted || resultText(t, st) != "early" {
+			t.Fatalf("%s", dump(st))
+		}
+		if eventCount(v, run, "signal.received", "s") != 1 || eventCount(v, run, "node.waiting", "s") != 1 {
+			t.Error("events: want one node.waiting and one signal.received")
+		}
+		if n, _ := v.e.st.rdb.HGet(v.ctx, v.e.st.ks.state(run), "run|signals").Result(); n != "0" {
+			t.Errorf("run|signals = %q after the kept signal was taken", n)
+		}
+	})
+}
+
+// TestSignalRefused: bad signals are refused with a clear error and change
+// nothing.
+func TestSignalRefused(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		run := v.submit(signalWF(t, false), map[string]any{"order": "o1"})
+		waitWaiting(v, run, "s")
+		before := stateOf(v, run)
+		for _, c := range []struct {
+			run, name, corr, payload, want string
+		}{
+			{"nosuchrun", "reply", "o1", `{}`, "unknown run"},
+			{"bad id!", "reply", "o1", `{}`, "invalid run id"},
+			{run, "reply", "o1", `{"text":3}`, "node s of run " + run + " takes signal \"reply\": payload.text: got"},
+			{run, "reply", "o1", `{}`, "payload"},
+			{run, "reply", "o1", `[1]`, "not a JSON object"},
+			{run, "reply", "o1", `"x"`, "not a JSON object"},
+			{run, "reply", "o1", `{"text":`, "not JSON"},
+			{run, "other", "o1", `{"text":"x"}`, `waits for signal "other" (its signals: "reply" (s))`},
+			{run, "", "o1", `{"text":"x"}`, "1 to 128 bytes"},
+			{run, "a|b", "o1", `{"text":"x"}`, "which a name may not"},
+			{run, "reply", strings.Repeat("c", 257), `{"text":"x"}`, "at most 256 bytes"},
+		} {
+			_, err := v.e.Signal(v.ctx, c.run, c.name, c.corr, json.RawMessage(c.payload))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s %q %s: %v, want %q", c.run, c.name, c.payload, err, c.want)
+			}
+		}
+		if after := stateOf(v, run); after != before {
+			t.Errorf("a refused signal changed the state:\n%s\n%s", before, after)
+		}
+		// A workflow with no signal task takes no signal.
+		other := v.submit(build(t, wfSpec{nodes: []*nodeSpec{task("a", "block")}}), nil)
+		v.waitStarted()
+		before = stateOf(v, other)
+		if _, err := v.e.Signal(v.ctx, other, "reply", "", nil); err == nil || !strings.Contains(err.Error(), "waits for a signal") {
+			t.Errorf("no signal task: %v", err)
+		}
+		if after := stateOf(v, other); after != before {
+			t.Errorf("a refused signal changed the state:\n%s\n%s", before, after)
+		}
+		close(v.unblock)
+		v.wait(other)
+	})
+}

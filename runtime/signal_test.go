@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/wfc-lang/wfc/ir"
@@ -174,5 +176,144 @@ func TestSignalRefused(t *testing.T) {
 		}
 		close(v.unblock)
 		v.wait(other)
+	})
+}
+
+// TestSignalTimeout: with no signal within its timeout, the node fails
+// with code timeout, which on_error "timeout" routes; a signal sent after
+// that is kept (the node no longer waits), not given to it.
+func TestSignalTimeout(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{name: "late", inputs: []ir.Input{input("order", ir.KindString)},
+			outputs: []ir.Output{output("text", "has(s.output) ? s.output.text : 'none'"), output("late", "has(remind.output)")},
+			nodes: []*nodeSpec{
+				task("s", "signal", with("name", konst(`"reply"`)), with("correlation", cexpr("input.order")), outType(textOut), timeout(300),
+					func(s *nodeSpec) {
+						s.n.OnError = []string{"remind"}
+						s.n.ErrorRoutes = []ir.ErrorRoute{{Codes: []string{"timeout"}, Targets: []string{"remind"}}}
+					}),
+				task("remind", "noop"),
+			}})
+		run := v.submit(w, map[string]any{"order": "o1"})
+		st := waitWaiting(v, run, "s")
+		if ns := st.Nodes["s"]; ns.Due.IsZero() {
+			t.Errorf("no due time: %s", dump(st))
+		}
+		st = v.wait(run)
+		if st.State != RunCompleted || nodeState(st, "s") != NodeFailed || st.Nodes["s"].Code != "timeout" || nodeState(st, "remind") != NodeCompleted {
+			t.Fatalf("%s", dump(st))
+		}
+		if eventCount(v, run, "signal.timeout", "s") != 1 {
+			t.Error("no signal.timeout event")
+		}
+	})
+}
+
+// TestSignalTimeoutRetry: a timeout is retryable: the next attempt waits
+// again, and a signal then completes it.
+func TestSignalTimeoutRetry(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		run := v.submit(signalWF(t, false, timeout(200), retry(3, ir.BackoffFixed, 10)), map[string]any{"order": "o1"})
+		// The first attempt times out; the second waits.
+		deadline := 0
+		for {
+			st := waitWaiting(v, run, "s")
+			if st.Nodes["s"].Attempt == 2 {
+				break
+			}
+			if deadline++; deadline > 2000 {
+				t.Fatalf("no second attempt: %s", dump(st))
+			}
+		}
+		if x, err := v.e.Signal(v.ctx, run, "reply", "o1", json.RawMessage(`{"text":"second"}`)); err != nil || x != "s" {
+			t.Fatalf("signal: %q %v", x, err)
+		}
+		st := v.wait(run)
+		if st.State != RunCompleted || resultText(t, st) != "second" {
+			t.Fatalf("%s", dump(st))
+		}
+	})
+}
+
+// TestSignalConcurrent: of 50 signals sent at once to a waiting node,
+// exactly one completes it; the others are kept (the run goes on: a
+// blocked node after it).
+func TestSignalConcurrent(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{name: "many", nodes: []*nodeSpec{
+			task("s", "signal", with("name", konst(`"reply"`)), with("correlation", konst(`"o1"`)), outType(textOut)),
+			task("b", "block", after("s")),
+		}})
+		run := v.submit(w, nil)
+		waitWaiting(v, run, "s")
+		var mu sync.Mutex
+		took, kept := 0, 0
+		var wg sync.WaitGroup
+		for i := range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				x, err := v.e.Signal(context.Background(), run, "reply", "o1", json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, i)))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					t.Error(err)
+				case x == "s":
+					took++
+				case x == "":
+					kept++
+				}
+			}()
+		}
+		wg.Wait()
+		if took != 1 || kept != 49 {
+			t.Fatalf("took %d, kept %d", took, kept)
+		}
+		close(v.unblock)
+		st := v.wait(run)
+		if st.State != RunCompleted || eventCount(v, run, "signal.received", "s") != 1 {
+			t.Fatalf("%s", dump(st))
+		}
+		if n, _ := v.e.st.rdb.HGet(v.ctx, v.e.st.ks.state(run), "run|signals").Result(); n != "49" {
+			t.Errorf("run|signals = %q", n)
+		}
+	})
+}
+
+// TestSignalLoop: each iteration of a loop waits for its own signal; kept
+// signals are taken first sent, first taken.
+func TestSignalLoop(t *testing.T) {
+	nOut := &ir.Type{Kind: ir.KindObject, Fields: []ir.Field{{Name: "n", Type: ir.Type{Kind: ir.KindInt}}}}
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{name: "loop", outputs: []ir.Output{output("n", "s.output.n")}, nodes: []*nodeSpec{
+			task("a", "block"),
+			task("s", "signal", after("a"), with("name", konst(`"tick"`)), outType(nOut), loop("output.n < 3", 5, "")),
+		}})
+		run := v.submit(w, nil)
+		v.waitStarted()
+		for _, p := range []string{`{"n":1}`, `{"n":2}`} {
+			if x, err := v.e.Signal(v.ctx, run, "tick", "", json.RawMessage(p)); err != nil || x != "" {
+				t.Fatalf("%s: %q %v", p, x, err)
+			}
+		}
+		close(v.unblock)
+		waitWaiting(v, run, "s@3")
+		if x, err := v.e.Signal(v.ctx, run, "tick", "", json.RawMessage(`{"n":3}`)); err != nil || x != "s@3" {
+			t.Fatalf("third: %q %v", x, err)
+		}
+		st := v.wait(run)
+		if st.State != RunCompleted || string(st.Result) != `{"n":3}` ||
+			string(st.Nodes["s@1"].Output) != `{"n":1}` || string(st.Nodes["s@2"].Output) != `{"n":2}` {
+			t.Fatalf("%s", dump(st))
+		}
 	})
 }

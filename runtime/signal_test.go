@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wfc-lang/wfc/ir"
 )
@@ -219,15 +220,16 @@ func TestSignalTimeoutRetry(t *testing.T) {
 		v.worker()
 		run := v.submit(signalWF(t, false, timeout(200), retry(3, ir.BackoffFixed, 10)), map[string]any{"order": "o1"})
 		// The first attempt times out; the second waits.
-		deadline := 0
+		deadline := time.Now().Add(20 * time.Second)
 		for {
 			st := waitWaiting(v, run, "s")
 			if st.Nodes["s"].Attempt == 2 {
 				break
 			}
-			if deadline++; deadline > 2000 {
+			if time.Now().After(deadline) {
 				t.Fatalf("no second attempt: %s", dump(st))
 			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		if x, err := v.e.Signal(v.ctx, run, "reply", "o1", json.RawMessage(`{"text":"second"}`)); err != nil || x != "s" {
 			t.Fatalf("signal: %q %v", x, err)

@@ -288,3 +288,16 @@ func (e *Engine) Signal(ctx context.Context, run, name, correlation string, payl
 	}
 	return x, nil
 }
+
+// SignalNodes returns the ids of w's signal tasks, in order: a run of w
+// waits for signals from outside (wfc run refuses them on an embedded
+// Redis, which no other process reaches).
+func SignalNodes(w *ir.Workflow) []string {
+	var ids []string
+	for i := range w.Nodes {
+		if isSignalTask(&w.Nodes[i]) {
+			ids = append(ids, w.Nodes[i].ID)
+		}
+	}
+	return ids
+}

@@ -319,3 +319,63 @@ func TestSignalLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestSignalLimits: a payload over max_output_bytes, kept signals over
+// max_state_bytes or over MaxKeptSignals are refused, nothing changed; a
+// name set by an expression takes any name.
+func TestSignalLimits(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		w := build(t, wfSpec{name: "limits", inputs: []ir.Input{input("order", ir.KindString)},
+			set: ir.Settings{MaxOutputBytes: 100, MaxStateBytes: 1000}, nodes: []*nodeSpec{
+				task("a", "block"),
+				task("s", "signal", after("a"), with("name", tmpl("reply-", &ir.Expr{CEL: "input.order"}))),
+			}})
+		run := v.submit(w, map[string]any{"order": "o1"})
+		v.waitStarted()
+		before := stateOf(v, run)
+		big := `{"t":"` + strings.Repeat("x", 100) + `"}`
+		if _, err := v.e.Signal(v.ctx, run, "reply-o1", "", json.RawMessage(big)); err == nil || !strings.Contains(err.Error(), "(max_output_bytes)") {
+			t.Errorf("big payload: %v", err)
+		}
+		if after := stateOf(v, run); after != before {
+			t.Errorf("a refused signal changed the state:\n%s\n%s", before, after)
+		}
+		// Kept signals count in max_state_bytes.
+		payload := json.RawMessage(`{"t":"` + strings.Repeat("y", 80) + `"}`)
+		var err error
+		for i := 0; i < 20 && err == nil; i++ {
+			_, err = v.e.Signal(v.ctx, run, "any-name", "", payload)
+		}
+		if err == nil || !strings.Contains(err.Error(), "(max_state_bytes)") {
+			t.Errorf("kept signals over max_state_bytes: %v", err)
+		}
+		close(v.unblock)
+		if x, err := v.e.Signal(v.ctx, run, "reply-o1", "", nil); err != nil || x != "" && x != "s" {
+			t.Fatalf("%q %v", x, err)
+		}
+		if st := v.wait(run); st.State != RunCompleted || string(st.Nodes["s"].Output) != `{}` {
+			t.Fatalf("%s", dump(st))
+		}
+
+		// At most MaxKeptSignals kept signals.
+		w2 := build(t, wfSpec{name: "many", nodes: []*nodeSpec{task("s", "signal", with("name", konst(`"n"`)))}})
+		run2 := v.submit(w2, nil)
+		waitWaiting(v, run2, "s") // so that the last signal is taken, not refused
+		for i := range MaxKeptSignals + 1 {
+			corr := fmt.Sprint(i)
+			_, err := v.e.Signal(v.ctx, run2, "n", corr, nil)
+			if i < MaxKeptSignals && err != nil {
+				t.Fatalf("signal %d: %v", i, err)
+			}
+			if i == MaxKeptSignals && (err == nil || !strings.Contains(err.Error(), "keeps 1000 signals for nodes it has not reached")) {
+				t.Errorf("signal %d: %v", i, err)
+			}
+		}
+		if _, err := v.e.Signal(v.ctx, run2, "n", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		v.wait(run2)
+	})
+}

@@ -399,6 +399,8 @@ func (p *progressPrinter) event(ev runtime.Event) {
 		p.line(x, "compensated", "")
 	case "comp.failed":
 		p.line(x, "compensation failed", ev.Fields["error"])
+	case "signal.received":
+		p.line(x, fmt.Sprintf("signal %q received", ev.Fields["signal"]), "")
 	case "approval.escalated":
 		p.line(x, "approval escalated to "+ev.Fields["escalate_to"], "")
 	case "approval.decided":

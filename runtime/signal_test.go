@@ -165,6 +165,19 @@ func TestSignalRefused(t *testing.T) {
 		if after := stateOf(v, run); after != before {
 			t.Errorf("a refused signal changed the state:\n%s\n%s", before, after)
 		}
+		v.check(run)
+		// A cancelled run takes no more signals.
+		if err := v.e.Cancel(v.ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		before = stateOf(v, run)
+		if _, err := v.e.Signal(v.ctx, run, "reply", "o1", json.RawMessage(`{"text":"x"}`)); err == nil || !strings.Contains(err.Error(), "is cancelled: it takes no more signals") {
+			t.Errorf("cancelled run: %v", err)
+		}
+		if after := stateOf(v, run); after != before {
+			t.Errorf("a refused signal changed the state:\n%s\n%s", before, after)
+		}
+		v.check(run)
 		// A workflow with no signal task takes no signal.
 		other := v.submit(build(t, wfSpec{nodes: []*nodeSpec{task("a", "block")}}), nil)
 		v.waitStarted()

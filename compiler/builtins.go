@@ -24,6 +24,8 @@ func Builtins() map[string]*HandlerInfo {
 		{Name: "sleep", Config: obj(fld("duration", ir.KindDuration)), Output: obj(), Doc: "Waits for `duration`."},
 		{Name: "wait", Config: obj(opt("for", ir.KindDuration), opt("until", ir.KindString)), Output: obj(fld("until", ir.KindString)),
 			Doc: "A durable timer: waits `for` a duration or `until` a time (RFC 3339), exactly one of them, without holding a worker (docs/waiting.md). Outputs {until: the time it waited until}."},
+		{Name: "signal", Config: obj(fld("name", ir.KindString), opt("correlation", ir.KindString)), Output: &ir.Type{Kind: ir.KindAny},
+			Doc: "Waits for the signal `name` (with `correlation`, if set) sent to its run (wfc signal, Engine.Signal), without holding a worker; a signal sent before the node is reached is kept for it. Outputs the signal's payload (a JSON object, checked against the node's declared output when it is sent). With `timeout`, fails with error code timeout when no signal came (docs/waiting.md, \"Signals\")."},
 		{Name: "http", Config: obj(
 			fld("url", ir.KindString),
 			opt("method", ir.KindString),

@@ -371,6 +371,10 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 		if h.Builtin && h.Name == "wait" {
 			s.checkWait(n, with)
 		}
+		if h.Builtin && h.Name == "signal" && n.forEach != nil {
+			s.errorf(diag.BadValue, n.forEach.Key.Range, "handler \"signal\" cannot run per `for_each` item: the runtime parks only a task's own execution").
+				WithHint("wait for the signal in a task before or after the for_each")
+		}
 	case n.kind == "flow":
 		if n.child == nil {
 			return
@@ -412,12 +416,19 @@ func (s *state) checkWait(n *node, with *ast.ParamBlock) {
 	}
 }
 
-// noWait refuses the built-in wait where the runtime cannot park the
-// execution: a compensation or the finally step.
+// noWait refuses the built-in wait and signal where the runtime cannot
+// park the execution: a compensation or the finally step.
 func (s *state) noWait(handler string, run *ast.String, where string) {
-	if h := s.handlers[handler]; h != nil && h.Builtin && h.Name == "wait" && run != nil {
+	h := s.handlers[handler]
+	if h == nil || !h.Builtin || run == nil {
+		return
+	}
+	switch h.Name {
+	case "wait":
 		s.errorf(diag.BadValue, run.Range, "handler \"wait\" cannot run as %s: the runtime parks only a task's own execution", where).
 			WithHint("use \"sleep\" for a short pause")
+	case "signal":
+		s.errorf(diag.BadValue, run.Range, "handler \"signal\" cannot run as %s: the runtime parks only a task's own execution", where)
 	}
 }
 

@@ -28,7 +28,8 @@ type Token struct {
 	// "timeout" and "escalate" (an approval's timeout and escalation:
 	// docs/waiting.md), "wake" (a wait task's timer: wait.go), "child" (a
 	// flow node's child run ended: flow.go), "orphans" (a run with child
-	// runs ended: cancel those still running).
+	// runs ended: cancel those still running), "signal" and "sigtimeout" (a
+	// signal task's signal and timeout: signal.go).
 	Kind    string `json:"kind"`
 	Run     string `json:"run"`
 	Node    string `json:"node,omitempty"`
@@ -154,6 +155,10 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.childDone()
 	case "escalate":
 		return j.escalate()
+	case "signal":
+		return j.signalled()
+	case "sigtimeout":
+		return j.signalTimeout()
 	case "deadline":
 		if tok.Gen != m.Gen {
 			return j.ack()
@@ -500,6 +505,9 @@ func (j *job) exec() error {
 	}
 	if h == WaitHandler {
 		return j.wait(cfg, act) // a durable timer: parked, no handler runs
+	}
+	if h == SignalHandler {
+		return j.listen(cfg) // parked until its signal (signal.go)
 	}
 	stop := j.markRunning()
 	out, err := j.call(h, cfg, -1, false)

@@ -95,11 +95,16 @@ type NodeStatus struct {
 	// the queue of its node (it waits until one starts); else "".
 	Waiting string `json:"waiting,omitempty"`
 	// Due, for a waiting wait task (the built-in durable timer), is the
-	// time it waits until.
+	// time it waits until; for a signal task with a timeout, when it
+	// times out.
 	Due time.Time `json:"due,omitzero"`
 	// Child, for a flow node, is the child run of its latest attempt
 	// (docs/waiting.md, "Child flows").
 	Child string `json:"child,omitempty"`
+	// Signal and Correlation, for a signal task waiting for its signal,
+	// are the signal's name and correlation (docs/waiting.md, "Signals").
+	Signal      string `json:"signal,omitempty"`
+	Correlation string `json:"correlation,omitempty"`
 }
 
 // Output returns the output of node id's latest execution (its last
@@ -184,6 +189,7 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		}
 		if ns.State == NodeWaiting {
 			ns.Due = waitDueOf(states, x)
+			signalOf(ns, states, x)
 		}
 		if a := states["att|"+x]; a != "" {
 			ns.Attempt, _ = strconv.Atoi(a)

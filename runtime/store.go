@@ -23,7 +23,7 @@ import (
 var scriptFS embed.FS
 
 // runScripts are the scripts that share lib.lua and the run KEYS layout.
-var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started", "await", "decide", "wait", "flow"}
+var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started", "await", "decide", "wait", "flow", "listen", "signal"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
 // heartbeat, release) or on a worker's consumers (reap), or, as the fast paths of complete and start

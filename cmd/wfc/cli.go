@@ -55,6 +55,7 @@ func init() {
 		{Name: "events", Summary: "print a run's event log", Run: runOnRunFlags("events", "Events prints the run's event log, oldest first; with --children the events of its child runs too.", eventsCmd)},
 		{Name: "approvals", Summary: "list the approvals human nodes wait for", Run: runApprovals},
 		{Name: "approve", Summary: "approve or reject an approval of a run", Run: runApprove},
+		{Name: "signal", Summary: "send a signal (an external event) to a run", Run: runSignal},
 		{Name: "bench", Summary: "measure the runtime on a Redis against a raw go-redis reference", Run: runBench},
 		{Name: "lsp", Summary: "run the language server (LSP over standard input and output)", Run: runLSP},
 		{Name: "version", Summary: "print the wfc, Go and IR versions", Run: runVersion},

@@ -239,6 +239,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "wfc run: workflow %s has human nodes (%s), whose approvals are decided with 'wfc approve' from another process, which cannot reach an embedded Redis; run it with --redis (or 'wfc submit' it to a Redis served by 'wfc worker')\n", w.Name, strings.Join(hs, ", "))
 			return exitFailed
 		}
+		if ss := runtime.SignalNodes(w); len(ss) > 0 {
+			fmt.Fprintf(env.Stderr, "wfc run: workflow %s has signal tasks (%s), whose signals are sent with 'wfc signal' from another process, which cannot reach an embedded Redis; run it with --redis (or 'wfc submit' it to a Redis served by 'wfc worker')\n", w.Name, strings.Join(ss, ", "))
+			return exitFailed
+		}
 		if missing := runtime.MissingHandlers(w, reg); len(missing) > 0 {
 			fmt.Fprintf(env.Stderr, "wfc run: no implementation of handler %s in this process%s; run it against a Redis (--redis) served by a 'wfc worker' (or a worker of your own) that provides it\n", strings.Join(missing, ", "), execHint(missing, *hf.allowExec))
 			return exitFailed
@@ -402,6 +406,8 @@ func (p *progressPrinter) event(ev runtime.Event) {
 			}
 			p.line(x, "child run "+c, "")
 		}
+	case "signal.received":
+		p.line(x, fmt.Sprintf("signal %q received", ev.Fields["signal"]), "")
 	case "approval.escalated":
 		p.line(x, "approval escalated to "+ev.Fields["escalate_to"], "")
 	case "approval.decided":
@@ -837,7 +843,16 @@ func writeStatus(w io.Writer, st *runtime.Status) {
 		if n.Waiting != "" {
 			line += " (waiting: " + n.Waiting + ")"
 		}
-		if !n.Due.IsZero() {
+		switch {
+		case n.Signal != "":
+			line += fmt.Sprintf(" for signal %q", n.Signal)
+			if n.Correlation != "" {
+				line += fmt.Sprintf(" correlation %q", n.Correlation)
+			}
+			if !n.Due.IsZero() {
+				line += " (times out at " + n.Due.Format(time.RFC3339Nano) + ")"
+			}
+		case !n.Due.IsZero():
 			line += " until " + n.Due.Format(time.RFC3339Nano)
 		}
 		if n.Child != "" {

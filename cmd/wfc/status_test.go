@@ -39,3 +39,34 @@ func TestStatusChildren(t *testing.T) {
 		t.Fatalf("status:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestStatusSignal: wfc status shows the signal a signal task waits for.
+func TestStatusSignal(t *testing.T) {
+	due := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	st := &runtime.Status{RunID: "r1", Workflow: "w", State: runtime.RunRunning, Nodes: map[string]*runtime.NodeStatus{
+		"reply": {Node: "reply", State: runtime.NodeWaiting, Due: due, Signal: "customer_reply", Correlation: "o-17"},
+		"other": {Node: "other", State: runtime.NodeWaiting, Signal: "ping"},
+	}}
+	var b strings.Builder
+	writeStatus(&b, st)
+	for _, want := range []string{
+		"  reply                    waiting for signal \"customer_reply\" correlation \"o-17\" (times out at 2026-12-01T09:00:00Z)\n",
+		"  other                    waiting for signal \"ping\"\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status:\n%s\nwant %q", b.String(), want)
+		}
+	}
+}
+
+// TestProgressSignal: wfc run --redis and submit --wait show a signal
+// taken.
+func TestProgressSignal(t *testing.T) {
+	var b strings.Builder
+	p := &progressPrinter{w: &b, state: map[string]string{}}
+	p.event(runtime.Event{Type: "node.waiting", Fields: map[string]string{"x": "reply", "signal": "customer_reply", "due": "0"}})
+	p.event(runtime.Event{Type: "signal.received", Fields: map[string]string{"x": "reply", "signal": "customer_reply"}})
+	if want := "  reply                    waiting\n  reply                    signal \"customer_reply\" received\n"; b.String() != want {
+		t.Fatalf("got %q, want %q", b.String(), want)
+	}
+}

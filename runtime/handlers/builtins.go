@@ -10,14 +10,15 @@ import (
 // The built-in handlers' schemas are the compiler's (compiler/builtins.go).
 func builtins(opts Options) map[string]Handler {
 	return map[string]Handler{
-		"noop":  Func(noop),
-		"echo":  Func(echo),
-		"cel":   Func(echo), // its `with` values are CEL, evaluated before the call
-		"fail":  Func(failHandler),
-		"sleep": Func(sleep),
-		"http":  newHTTP(opts),
-		"exec":  &execHandler{allow: opts.AllowExec},
-		"wait":  Func(waitPlaceholder),
+		"noop":   Func(noop),
+		"echo":   Func(echo),
+		"cel":    Func(echo), // its `with` values are CEL, evaluated before the call
+		"fail":   Func(failHandler),
+		"sleep":  Func(sleep),
+		"http":   newHTTP(opts),
+		"exec":   &execHandler{allow: opts.AllowExec},
+		"wait":   Func(waitPlaceholder),
+		"signal": Func(signalPlaceholder),
 	}
 }
 
@@ -30,6 +31,16 @@ const CodeWait = "wait"
 // where the runtime cannot park the execution — fails clearly.
 func waitPlaceholder(_ context.Context, req Request) (json.RawMessage, error) {
 	return nil, Errorf(CodeWait, false, "wait: the durable timer runs only as a task's own handler, not as a for_each item, a compensation or a finally step (use sleep there)")
+}
+
+// CodeSignal is the error code of a signal task the runtime cannot hold
+// (or whose name or correlation is not one).
+const CodeSignal = "signal"
+
+// signalPlaceholder stands for the wait for a signal, which the runtime
+// itself runs when it is a task's handler (docs/waiting.md, "Signals").
+func signalPlaceholder(_ context.Context, req Request) (json.RawMessage, error) {
+	return nil, Errorf(CodeSignal, false, "signal: the wait for a signal runs only as a task's own handler, not as a for_each item, a compensation or a finally step")
 }
 
 func noop(context.Context, Request) (json.RawMessage, error) { return json.RawMessage("{}"), nil }

@@ -149,15 +149,15 @@ func (r *Registry) Lookup(name string) (Handler, bool) {
 }
 
 // Core reports whether name is a built-in handler that every worker runs:
-// noop, echo, cel, fail, sleep, http and wait (which the runtime runs
-// itself: a durable timer). exec is not one (a worker runs it
+// noop, echo, cel, fail, sleep, http, wait and signal (which the runtime
+// runs itself: a durable timer, a wait for an external signal). exec is not one (a worker runs it
 // only with AllowExec), nor is any handler a program registers. The
 // runtime leaves a core handler's tokens on the control queue and by
 // default gives every other handler a queue of its own, which only workers
 // that can run it serve.
 func Core(name string) bool {
 	switch name {
-	case "noop", "echo", "cel", "fail", "sleep", "http", "wait":
+	case "noop", "echo", "cel", "fail", "sleep", "http", "wait", "signal":
 		return true
 	}
 	return false

@@ -324,7 +324,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			DocumentSymbolProvider:     true,
 			DocumentFormattingProvider: true,
 			RenameProvider:             protocol.RenameOptions{PrepareProvider: &yes},
-			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix}},
+			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix, codeActionKindFixAll}},
 			FoldingRangeProvider:       true,
 			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
 			WorkspaceSymbolProvider:    true,

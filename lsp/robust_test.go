@@ -121,6 +121,9 @@ func (p *prober) compiled(ps []protocol.Position) {
 		p.check("highlight", func() (any, error) {
 			return p.s.highlight(&protocol.DocumentHighlightParams{TextDocumentPositionParams: tdpp})
 		})
+		p.check("signatureHelp", func() (any, error) {
+			return p.s.signatureHelp(&protocol.SignatureHelpParams{TextDocumentPositionParams: tdpp})
+		})
 		p.check("prepareRename", func() (any, error) {
 			return p.s.prepareRename(&protocol.PrepareRenameParams{TextDocumentPositionParams: tdpp})
 		})
@@ -131,6 +134,9 @@ func (p *prober) compiled(ps []protocol.Position) {
 	p.check("semanticTokens", func() (any, error) { return p.s.semanticTokens(&protocol.SemanticTokensParams{TextDocument: id}) })
 	p.check("codeAction", func() (any, error) {
 		return p.s.codeActions(&protocol.CodeActionParams{TextDocument: id, Range: protocol.Range{End: protocol.Position{Line: lines}}})
+	})
+	p.check("fixAll", func() (any, error) {
+		return p.s.codeActions(&protocol.CodeActionParams{TextDocument: id, Context: protocol.CodeActionContext{Only: []protocol.CodeActionKind{codeActionKindFixAll}}})
 	})
 	p.check("formatting", func() (any, error) { return p.s.formatting(&protocol.DocumentFormattingParams{TextDocument: id}) })
 	p.check("diagnostics", func() (any, error) { return toProtocolDiagnostics(snap, snap.result()), nil })
@@ -286,7 +292,7 @@ func TestRandomEditsOverRPC(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	methods := []string{"textDocument/completion", "textDocument/hover", "textDocument/definition", "textDocument/references",
 		"textDocument/documentSymbol", "textDocument/semanticTokens/full", "textDocument/formatting", "textDocument/foldingRange",
-		"textDocument/codeAction", "textDocument/prepareRename", "textDocument/documentHighlight"}
+		"textDocument/codeAction", "textDocument/prepareRename", "textDocument/documentHighlight", "textDocument/signatureHelp"}
 	for fi, path := range files {
 		src, _ := os.ReadFile(path)
 		text := string(src)

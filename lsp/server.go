@@ -326,6 +326,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			RenameProvider:             protocol.RenameOptions{PrepareProvider: &yes},
 			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix, codeActionKindFixAll}},
 			FoldingRangeProvider:       true,
+			SignatureHelpProvider:      &protocol.SignatureHelpOptions{TriggerCharacters: signatureTriggers, RetriggerCharacters: []string{")"}},
 			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
 			WorkspaceSymbolProvider:    true,
 			SemanticTokensProvider: protocol.SemanticTokensOptions{
@@ -407,6 +408,9 @@ func (s *server) protocolHandler() *protocol.Handler {
 		},
 		TextDocumentCodeAction: func(_ *glsp.Context, p *protocol.CodeActionParams) (any, error) {
 			return s.codeActions(p)
+		},
+		TextDocumentSignatureHelp: func(_ *glsp.Context, p *protocol.SignatureHelpParams) (*protocol.SignatureHelp, error) {
+			return s.signatureHelp(p)
 		},
 		TextDocumentSemanticTokensFull: func(_ *glsp.Context, p *protocol.SemanticTokensParams) (*protocol.SemanticTokens, error) {
 			return s.semanticTokens(p)

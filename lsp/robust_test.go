@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -134,6 +135,14 @@ func (p *prober) compiled(ps []protocol.Position) {
 	p.check("semanticTokens", func() (any, error) { return p.s.semanticTokens(&protocol.SemanticTokensParams{TextDocument: id}) })
 	p.check("codeAction", func() (any, error) {
 		return p.s.codeActions(&protocol.CodeActionParams{TextDocument: id, Range: protocol.Range{End: protocol.Position{Line: lines}}})
+	})
+	p.check("inlayHint", func() (any, error) {
+		raw, _ := json.Marshal(map[string]any{"textDocument": id, "range": protocol.Range{End: protocol.Position{Line: lines}}})
+		hints, rerr := p.s.inlayHints(raw)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return hints, nil
 	})
 	p.check("fixAll", func() (any, error) {
 		return p.s.codeActions(&protocol.CodeActionParams{TextDocument: id, Context: protocol.CodeActionContext{Only: []protocol.CodeActionKind{codeActionKindFixAll}}})

@@ -257,6 +257,13 @@ func (s *server) dispatch(method string, params json.RawMessage) (result any, re
 			s.log.Error("server-to-client requests are not supported from handlers", "method", method)
 		},
 	}
+	if method == methodInlayHint { // LSP 3.17: not in glsp's handler (inlay.go)
+		hints, rerr := s.inlayHints(params)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return hints, nil
+	}
 	r, validMethod, validParams, err := s.handler.Handle(ctx)
 	switch {
 	case !validMethod:
@@ -310,8 +317,8 @@ func (s *server) initialize(raw json.RawMessage) any {
 	yes := true
 	version := s.opts.Version
 	syncKind := protocol.TextDocumentSyncKindIncremental
-	return protocol.InitializeResult{
-		Capabilities: protocol.ServerCapabilities{
+	return initializeResult{
+		Capabilities: capabilities{ServerCapabilities: protocol.ServerCapabilities{
 			// Save: a saved import re-checks the documents that import it.
 			TextDocumentSync: protocol.TextDocumentSyncOptions{OpenClose: &yes, Change: &syncKind, Save: protocol.SaveOptions{}},
 			CompletionProvider: &protocol.CompletionOptions{
@@ -333,9 +340,21 @@ func (s *server) initialize(raw json.RawMessage) any {
 				Legend: protocol.SemanticTokensLegend{TokenTypes: tokenTypeNames(), TokenModifiers: tokenModifierNames()},
 				Full:   true,
 			},
-		},
+		}, InlayHintProvider: true},
 		ServerInfo: &protocol.InitializeResultServerInfo{Name: "wfc", Version: &version},
 	}
+}
+
+// initializeResult is protocol.InitializeResult with the capabilities of
+// LSP 3.17 the server has and glsp's 3.16 types lack.
+type initializeResult struct {
+	Capabilities capabilities                         `json:"capabilities"`
+	ServerInfo   *protocol.InitializeResultServerInfo `json:"serverInfo,omitempty"`
+}
+
+type capabilities struct {
+	protocol.ServerCapabilities
+	InlayHintProvider bool `json:"inlayHintProvider,omitempty"`
 }
 
 // protocolHandler wires the LSP methods to the server's handlers.

@@ -122,6 +122,9 @@ func (p *prober) compiled(ps []protocol.Position) {
 		p.check("highlight", func() (any, error) {
 			return p.s.highlight(&protocol.DocumentHighlightParams{TextDocumentPositionParams: tdpp})
 		})
+		p.check("selectionRange", func() (any, error) {
+			return p.s.selectionRanges(&protocol.SelectionRangeParams{TextDocument: id, Positions: []protocol.Position{pos}})
+		})
 		p.check("signatureHelp", func() (any, error) {
 			return p.s.signatureHelp(&protocol.SignatureHelpParams{TextDocumentPositionParams: tdpp})
 		})

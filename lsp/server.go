@@ -333,6 +333,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			RenameProvider:             protocol.RenameOptions{PrepareProvider: &yes},
 			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix, codeActionKindFixAll}},
 			FoldingRangeProvider:       true,
+			SelectionRangeProvider:     true,
 			SignatureHelpProvider:      &protocol.SignatureHelpOptions{TriggerCharacters: signatureTriggers, RetriggerCharacters: []string{")"}},
 			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
 			WorkspaceSymbolProvider:    true,
@@ -427,6 +428,9 @@ func (s *server) protocolHandler() *protocol.Handler {
 		},
 		TextDocumentCodeAction: func(_ *glsp.Context, p *protocol.CodeActionParams) (any, error) {
 			return s.codeActions(p)
+		},
+		TextDocumentSelectionRange: func(_ *glsp.Context, p *protocol.SelectionRangeParams) ([]protocol.SelectionRange, error) {
+			return s.selectionRanges(p)
 		},
 		TextDocumentSignatureHelp: func(_ *glsp.Context, p *protocol.SignatureHelpParams) (*protocol.SignatureHelp, error) {
 			return s.signatureHelp(p)

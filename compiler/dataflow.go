@@ -267,15 +267,15 @@ func (s *state) dataflow() {
 				}
 				if er.final {
 					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "in finally, %s may not have run: the run may have failed or been cancelled before it; guard the read with has(%s.output)", x.id, x.id).
-						WithHint(s.guardHint(x, r)), x, r)
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 					continue
 				}
 				if s.maySkip[x.idx] {
 					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped; guard the read with has(%s.output)", x.id, x.id).
-						WithHint(s.guardHint(x, r)), x, r)
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 				} else if len(x.onError) > 0 {
 					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) and then has no output; guard the read with has(%s.output)", x.id, x.id).
-						WithHint(s.guardHint(x, r)), x, r)
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 				}
 				continue
 			}
@@ -285,7 +285,7 @@ func (s *state) dataflow() {
 				// reads x's output of the previous iteration.
 				if !r.guarded {
 					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "in %s, %s.output is %s's output in the previous iteration, which iteration 1 does not have; guard the read with has(%s.output)", n.id, x.id, x.id, x.id).
-						WithHint(s.guardHint(x, r)), x, r)
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 				}
 				continue
 			}
@@ -315,7 +315,7 @@ func (s *state) dataflow() {
 			}
 			if s.onErrorPath(x, n) {
 				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed when %s runs (it is on %s's on_error path); guard the read with has(%s.output)", x.id, n.id, x.id, x.id).
-					WithHint(s.guardHint(x, r)), x, r)
+					WithHint(s.guardHint(x, r)), x, r, er.expr)
 				continue
 			}
 			if s.dominates(x.idx, n.idx) {
@@ -323,12 +323,12 @@ func (s *state) dataflow() {
 			}
 			if s.maySkip[x.idx] {
 				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
-					WithHint(s.guardHint(x, r)), x, r)
+					WithHint(s.guardHint(x, r)), x, r, er.expr)
 			} else if len(x.onError) > 0 {
 				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
-					WithHint(s.guardHint(x, r)), x, r)
+					WithHint(s.guardHint(x, r)), x, r, er.expr)
 			} else if n.join == ir.JoinAny {
-				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s joins with `any` and may run before %s has finished; guard the read with has(%s.output)", n.id, x.id, x.id), x, r)
+				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s joins with `any` and may run before %s has finished; guard the read with has(%s.output)", n.id, x.id, x.id), x, r, er.expr)
 			}
 		}
 	}

@@ -59,8 +59,10 @@ func memberChain(src []byte, end int) (int, []string) {
 }
 
 // guardFix wraps the read r of x.output in has(x.output) ? read : zero,
-// the zero value of the type of the member chain read.
-func (s *state) guardFix(d *diag.Diagnostic, x *node, r read) {
+// the zero value of the type of the member chain read. In a {{ }}
+// template the zero of a string is not offered: its quotes could end the
+// string the template is in.
+func (s *state) guardFix(d *diag.Diagnostic, x *node, r read, e *ast.Expr) {
 	end, names := memberChain(s.file.Src, r.rng.End)
 	t := x.outType
 	for _, name := range names {
@@ -76,7 +78,7 @@ func (s *state) guardFix(d *diag.Diagnostic, x *node, r read) {
 		t = next
 	}
 	zero := zeroLiteral(t)
-	if zero == "" {
+	if zero == "" || strings.ContainsAny(zero, `"'`) && inTemplate(s.file.Src, e) {
 		return
 	}
 	rng := source.Range{Start: r.rng.Start, End: end}
@@ -187,4 +189,16 @@ func (s *state) configFix(d *diag.Diagnostic, cfg *ir.Type, missing []string, wi
 			return
 		}
 	}
+}
+
+// inTemplate reports whether e is the expression of a {{ }} template.
+func inTemplate(src []byte, e *ast.Expr) bool {
+	if e == nil {
+		return false
+	}
+	k := e.Range.Start
+	for k > 0 && k <= len(src) && (src[k-1] == ' ' || src[k-1] == '\t') {
+		k--
+	}
+	return k >= 2 && string(src[k-2:k]) == "{{"
 }

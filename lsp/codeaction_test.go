@@ -1,7 +1,6 @@
 package lsp
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -62,6 +61,8 @@ func TestCodeActionQuickFixes(t *testing.T) {
 			"WF4004", "Guard with has(opt.output)", "(has(opt.output) ? opt.output.v : 0) + 1"},
 		{"guard string in with", "workflow w {\n" + skip + "  task use after opt, start join settled { run \"cel\"  with { t = opt.output.s + start.output.s } }\n}\n",
 			"WF4004", "Guard with has(opt.output)", "(has(opt.output) ? opt.output.s : \"\")"},
+		{"guard int in a template", "workflow w {\n" + skip + "  agent g after opt, start join settled { model \"m\"  prompt \"v={{ opt.output.v }}\" }\n}\n",
+			"WF4004", "Guard", "prompt \"v={{ (has(opt.output) ? opt.output.v : 0) }}\""},
 		{"guard list", "workflow w {\n" + skip + "  output { l = opt.output.l }\n}\n",
 			"WF4004", "Guard", "(has(opt.output) ? opt.output.l : [])"},
 		{"after, none yet", "workflow w {\n  task a { run \"cel\"  with { n = 1 } }\n  task b { run \"cel\"  with { m = a.output.n } }\n}\n",
@@ -166,5 +167,23 @@ func TestCodeActionFixAll(t *testing.T) {
 	if actions := fileActions(c, uri, src, "source.fixAll"); len(actions) != 0 {
 		t.Errorf("clean file: %+v", actions)
 	}
-	_ = fmt.Sprint
+}
+
+// TestCodeActionNoGuardOfStringInTemplate: the zero of a string ("") could
+// end the string a {{ }} template is in, so no guard is offered there.
+func TestCodeActionNoGuardOfStringInTemplate(t *testing.T) {
+	src := "workflow w {\n  input { go: bool }\n  task start { run \"cel\"  with { n = 1 } }\n" +
+		"  task opt after start { run \"cel\"  when input.go  with { s = \"y\" } }\n" +
+		"  agent g after opt, start join settled { model \"m\"  prompt \"s={{ opt.output.s }}\" }\n}\n"
+	if codes, _ := compileDiags(src); codes["WF4004"] != 1 {
+		t.Fatalf("diagnostics: %v", codes)
+	}
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := "file:///tmpl.wf"
+	c.open(uri, src)
+	c.diagnostics(uri, 1)
+	if actions := fileActions(c, uri, src); len(actions) != 0 {
+		t.Errorf("actions = %+v", actions)
+	}
 }

@@ -145,9 +145,17 @@ func (s *state) runFix(d *diag.Diagnostic, n *node) {
 	d.WithFix(title, s.span(source.Range{Start: at, End: at}), " "+item+" ")
 }
 
+// runSetNode stands for a task with `run [...]` in checkParams: its with
+// block must suit every handler of the set, so no fix adds a field one of
+// them requires (another may reject it).
+var runSetNode = &node{}
+
 // configFix sets the missing required fields to zero values: inside the
 // `with` block, or in a new one after the node's run (uses) item.
 func (s *state) configFix(d *diag.Diagnostic, cfg *ir.Type, missing []string, with *ast.ParamBlock, n *node) {
+	if n == runSetNode {
+		return
+	}
 	var set []string
 	for _, m := range missing {
 		for i := range cfg.Fields {

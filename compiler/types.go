@@ -343,9 +343,11 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 		if with != nil {
 			anchor = with.Key
 		}
+		// No quick fix: a field one handler of the set requires, another
+		// may reject.
 		for _, str := range n.runSet {
 			if h := s.handlers[str.Value]; h != nil && !h.Open {
-				s.checkParams(h.Config, with, pts, anchor, "handler \""+h.Name+"\"", n)
+				s.checkParams(h.Config, with, pts, anchor, "handler \""+h.Name+"\"", runSetNode)
 			}
 		}
 		return

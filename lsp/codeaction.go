@@ -74,6 +74,10 @@ func (s *server) codeActions(p *protocol.CodeActionParams) (any, error) {
 	return out, nil
 }
 
+func isAfterFix(fx diag.Fix) bool {
+	return strings.HasPrefix(fx.Title, "Add `after ") && (strings.HasPrefix(fx.NewText, " after ") || strings.HasPrefix(fx.NewText, ", "))
+}
+
 func isInsertAt(fx diag.Fix, at int) bool {
 	return fx.Span.Start.Offset == at && fx.Span.End.Offset == at
 }
@@ -113,9 +117,13 @@ func fixAllAction(snap *snapshot, diags []diag.Diagnostic) *protocol.CodeAction 
 			continue // overlaps: insertions at one point (two `after` names) do not
 		}
 		if last != nil && isInsertAt(*last, fx.Span.Start.Offset) && isInsertAt(*fx, fx.Span.Start.Offset) {
-			// Insertions at one point become one edit, so that no client
-			// can order them differently; the second of two `after` fixes
-			// of a node without one joins the list the first starts.
+			// Two `after` fixes of one node become one edit, so that no
+			// client can order them differently (the second joins the
+			// list the first starts). Other insertions at one point (two
+			// `with` blocks of a `run [...]` set) wait for the next round.
+			if !isAfterFix(*last) || !isAfterFix(*fx) {
+				continue
+			}
 			text := fx.NewText
 			if strings.HasPrefix(last.NewText, " after ") && strings.HasPrefix(text, " after ") {
 				text = ", " + strings.TrimPrefix(text, " after ")

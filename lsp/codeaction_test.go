@@ -187,3 +187,20 @@ func TestCodeActionNoGuardOfStringInTemplate(t *testing.T) {
 		t.Errorf("actions = %+v", actions)
 	}
 }
+
+// TestCodeActionNoConfigFixForRunSet: a `run [...]` task's with block must
+// suit every handler of the set: no fix adds a field one of them requires.
+func TestCodeActionNoConfigFixForRunSet(t *testing.T) {
+	src := "workflow w {\n  input { h: string }\n" +
+		"  handler \"h1\" { config { a: int } output {} }\n" +
+		"  handler \"h2\" { config { b: string } output {} }\n" +
+		"  task t { run [\"h1\", \"h2\"]  dispatch input.h }\n}\n"
+	if codes, _ := compileDiags(src); codes["WF2004"] != 2 {
+		t.Fatalf("diagnostics: %v", codes)
+	}
+	for _, d := range compiler.Compile("fix.wf", []byte(src), compiler.Config{}).Diags {
+		if len(d.Fixes) > 0 {
+			t.Errorf("%s has fixes %v", d.Error(), d.Fixes)
+		}
+	}
+}

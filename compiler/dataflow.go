@@ -266,16 +266,16 @@ func (s *state) dataflow() {
 					continue
 				}
 				if er.final {
-					s.errorf(diag.MaybeSkipped, r.rng, "in finally, %s may not have run: the run may have failed or been cancelled before it; guard the read with has(%s.output)", x.id, x.id).
-						WithHint(s.guardHint(x, r))
+					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "in finally, %s may not have run: the run may have failed or been cancelled before it; guard the read with has(%s.output)", x.id, x.id).
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 					continue
 				}
 				if s.maySkip[x.idx] {
-					s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped; guard the read with has(%s.output)", x.id, x.id).
-						WithHint(s.guardHint(x, r))
+					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped; guard the read with has(%s.output)", x.id, x.id).
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 				} else if len(x.onError) > 0 {
-					s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) and then has no output; guard the read with has(%s.output)", x.id, x.id).
-						WithHint(s.guardHint(x, r))
+					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) and then has no output; guard the read with has(%s.output)", x.id, x.id).
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 				}
 				continue
 			}
@@ -284,8 +284,8 @@ func (s *state) dataflow() {
 				// x runs after n (or is n) in a loop body holding both: n
 				// reads x's output of the previous iteration.
 				if !r.guarded {
-					s.errorf(diag.MaybeSkipped, r.rng, "in %s, %s.output is %s's output in the previous iteration, which iteration 1 does not have; guard the read with has(%s.output)", n.id, x.id, x.id, x.id).
-						WithHint(s.guardHint(x, r))
+					s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "in %s, %s.output is %s's output in the previous iteration, which iteration 1 does not have; guard the read with has(%s.output)", n.id, x.id, x.id, x.id).
+						WithHint(s.guardHint(x, r)), x, r, er.expr)
 				}
 				continue
 			}
@@ -303,6 +303,7 @@ func (s *state) dataflow() {
 					d.WithHint(fmt.Sprintf("%s runs after %s, so its output does not exist yet; read it in a node after %s", x.id, n.id, x.id))
 				} else {
 					d.WithHint(fmt.Sprintf("add `after %s` to %s", x.id, n.id))
+					s.afterFix(d, n, x)
 				}
 				continue
 			}
@@ -313,21 +314,21 @@ func (s *state) dataflow() {
 				continue // every way n runs passes through x's success
 			}
 			if s.onErrorPath(x, n) {
-				s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed when %s runs (it is on %s's on_error path); guard the read with has(%s.output)", x.id, n.id, x.id, x.id).
-					WithHint(s.guardHint(x, r))
+				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed when %s runs (it is on %s's on_error path); guard the read with has(%s.output)", x.id, n.id, x.id, x.id).
+					WithHint(s.guardHint(x, r)), x, r, er.expr)
 				continue
 			}
 			if s.dominates(x.idx, n.idx) {
 				continue
 			}
 			if s.maySkip[x.idx] {
-				s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
-					WithHint(s.guardHint(x, r))
+				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have been skipped when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
+					WithHint(s.guardHint(x, r)), x, r, er.expr)
 			} else if len(x.onError) > 0 {
-				s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
-					WithHint(s.guardHint(x, r))
+				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
+					WithHint(s.guardHint(x, r)), x, r, er.expr)
 			} else if n.join == ir.JoinAny {
-				s.errorf(diag.MaybeSkipped, r.rng, "%s joins with `any` and may run before %s has finished; guard the read with has(%s.output)", n.id, x.id, x.id)
+				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s joins with `any` and may run before %s has finished; guard the read with has(%s.output)", n.id, x.id, x.id), x, r, er.expr)
 			}
 		}
 	}

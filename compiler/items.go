@@ -181,8 +181,11 @@ func (s *state) missing(n *node, item, why string) {
 	if slices.ContainsFunc(n.decl.Items, func(it ast.Item) bool { _, bad := it.(*ast.Bad); return bad }) {
 		return // the item may be the one that did not parse
 	}
-	s.errorf(diag.MissingItem, n.ident.Range, "%s %s has no `%s`", n.kind, n.id, strings.Fields(item)[0]).
+	d := s.errorf(diag.MissingItem, n.ident.Range, "%s %s has no `%s`", n.kind, n.id, strings.Fields(item)[0]).
 		WithHint(fmt.Sprintf("%s: add `%s`", why, item))
+	if strings.HasPrefix(item, "run ") {
+		s.runFix(d, n)
+	}
 }
 
 // shapeError reports an item whose form does not match its keyword.

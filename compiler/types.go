@@ -206,7 +206,7 @@ func (s *state) checkFinally() {
 		pts[i] = s.check(&scope{env: env}, p.Value, nil)
 	}
 	if h := s.handlers[f.handler]; h != nil && !h.Open {
-		s.checkParams(h.Config, f.with, pts, f.block.Key, "handler \""+h.Name+"\"")
+		s.checkParams(h.Config, f.with, pts, f.block.Key, "handler \""+h.Name+"\"", nil)
 	}
 }
 
@@ -319,7 +319,7 @@ func (s *state) checkNode(n *node) {
 			pts[i] = s.check(self, p.Value, n)
 		}
 		if h := s.handlers[c.handler]; h != nil && !h.Open {
-			s.checkParams(h.Config, c.with, pts, c.block.Key, "handler \""+h.Name+"\"")
+			s.checkParams(h.Config, c.with, pts, c.block.Key, "handler \""+h.Name+"\"", nil)
 		}
 	}
 }
@@ -343,9 +343,11 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 		if with != nil {
 			anchor = with.Key
 		}
+		// No quick fix: a field one handler of the set requires, another
+		// may reject.
 		for _, str := range n.runSet {
 			if h := s.handlers[str.Value]; h != nil && !h.Open {
-				s.checkParams(h.Config, with, pts, anchor, "handler \""+h.Name+"\"")
+				s.checkParams(h.Config, with, pts, anchor, "handler \""+h.Name+"\"", runSetNode)
 			}
 		}
 		return
@@ -387,7 +389,7 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 	if with != nil {
 		anchor = with.Key
 	}
-	s.checkParams(cfg, with, pts, anchor, what)
+	s.checkParams(cfg, with, pts, anchor, what, n)
 }
 
 // checkWait checks that a `wait` task sets exactly one of `for` and
@@ -432,7 +434,9 @@ func (s *state) noWait(handler string, run *ast.String, where string) {
 	}
 }
 
-func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Type, anchor *ast.Ident, what string) {
+// n is the node whose `with` it is (nil for finally and compensate), where
+// a quick fix adds a missing `with` block.
+func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Type, anchor *ast.Ident, what string, n *node) {
 	noun := "config field" // what the entries of `with` set
 	if strings.HasPrefix(what, "workflow ") {
 		noun = "input"
@@ -482,8 +486,9 @@ func (s *state) checkParams(cfg *ir.Type, with *ast.ParamBlock, pts []*types.Typ
 		for i, m := range missing {
 			set[i] = m + " = ..."
 		}
-		s.errorf(diag.MissingConfig, anchor.Range, "missing required %s of %s", plural(noun, missing), what).
+		d := s.errorf(diag.MissingConfig, anchor.Range, "missing required %s of %s", plural(noun, missing), what).
 			WithHint(map[bool]string{true: "set it", false: "set them"}[len(set) == 1] + " in `with { " + strings.Join(set, "  ") + " }`")
+		s.configFix(d, cfg, missing, with, n)
 	}
 }
 

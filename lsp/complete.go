@@ -219,39 +219,9 @@ func (c *cursor) run() {
 	if c.container == "header" {
 		return
 	}
-	text := string(c.src[c.local:c.wordStart])
-	sc := scanLocal(text)
-	if sc.inComment {
+	sc, ok := c.scanFrames()
+	if !ok {
 		return
-	}
-	c.toks = sc.toks
-	base := frame{head: c.container, nodeKind: c.nodeKind, nodeID: c.nodeID}
-	c.frames = []frame{base}
-	for i, t := range c.toks {
-		top := &c.frames[len(c.frames)-1]
-		if t.kind != lPunct {
-			continue
-		}
-		switch t.text {
-		case "{":
-			f := c.openBrace(i)
-			f.open, f.start, f.boundary = "{", i+1, i+1
-			c.frames = append(c.frames, f)
-			c.header = false
-		case "(", "[":
-			head := "expr"
-			if t.text == "[" && i > 0 && c.toks[i-1].kind == lWord && valueKeys[c.toks[i-1].text] {
-				head = "list"
-			}
-			c.frames = append(c.frames, frame{head: head, open: t.text, start: i + 1, boundary: i + 1})
-		case "}", ")", "]":
-			if len(c.frames) > 1 {
-				c.frames = c.frames[:len(c.frames)-1]
-			}
-			c.frames[len(c.frames)-1].boundary = i + 1
-		case ";":
-			top.boundary = i + 1
-		}
 	}
 	fr := c.frames[len(c.frames)-1]
 	if c.header && len(c.frames) == 1 {
@@ -322,6 +292,46 @@ func (c *cursor) run() {
 	default:
 		c.completeItems(fr)
 	}
+}
+
+// scanFrames scans the local text up to the word at the cursor: its
+// tokens and its open brackets (c.toks, c.frames); false in a comment.
+func (c *cursor) scanFrames() (localScan, bool) {
+	text := string(c.src[c.local:c.wordStart])
+	sc := scanLocal(text)
+	if sc.inComment {
+		return sc, false
+	}
+	c.toks = sc.toks
+	base := frame{head: c.container, nodeKind: c.nodeKind, nodeID: c.nodeID}
+	c.frames = []frame{base}
+	for i, t := range c.toks {
+		top := &c.frames[len(c.frames)-1]
+		if t.kind != lPunct {
+			continue
+		}
+		switch t.text {
+		case "{":
+			f := c.openBrace(i)
+			f.open, f.start, f.boundary = "{", i+1, i+1
+			c.frames = append(c.frames, f)
+			c.header = false
+		case "(", "[":
+			head := "expr"
+			if t.text == "[" && i > 0 && c.toks[i-1].kind == lWord && valueKeys[c.toks[i-1].text] {
+				head = "list"
+			}
+			c.frames = append(c.frames, frame{head: head, open: t.text, start: i + 1, boundary: i + 1})
+		case "}", ")", "]":
+			if len(c.frames) > 1 {
+				c.frames = c.frames[:len(c.frames)-1]
+			}
+			c.frames[len(c.frames)-1].boundary = i + 1
+		case ";":
+			top.boundary = i + 1
+		}
+	}
+	return sc, true
 }
 
 func nodeKindWord(s string) bool {

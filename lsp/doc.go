@@ -10,7 +10,9 @@
 // expression types); formatting is package format's. Completion reads the
 // syntax tree of the latest text and, where the parser could not read the
 // text before the cursor, that text itself; names and types come from the
-// latest compiled snapshot, so typing never waits for a compilation.
+// latest compiled snapshot, so typing never waits for a compilation;
+// signature help reads the text the same way. Code actions are the
+// compiler's fixes (diag.Fix), one by one or all at once (source.fixAll).
 //
 // The workspace is the open documents and the files they read (workspace.go):
 // imports and child flows open in the editor are read from their latest

@@ -1,6 +1,7 @@
 package lsp
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -121,6 +122,12 @@ func (p *prober) compiled(ps []protocol.Position) {
 		p.check("highlight", func() (any, error) {
 			return p.s.highlight(&protocol.DocumentHighlightParams{TextDocumentPositionParams: tdpp})
 		})
+		p.check("selectionRange", func() (any, error) {
+			return p.s.selectionRanges(&protocol.SelectionRangeParams{TextDocument: id, Positions: []protocol.Position{pos}})
+		})
+		p.check("signatureHelp", func() (any, error) {
+			return p.s.signatureHelp(&protocol.SignatureHelpParams{TextDocumentPositionParams: tdpp})
+		})
 		p.check("prepareRename", func() (any, error) {
 			return p.s.prepareRename(&protocol.PrepareRenameParams{TextDocumentPositionParams: tdpp})
 		})
@@ -131,6 +138,17 @@ func (p *prober) compiled(ps []protocol.Position) {
 	p.check("semanticTokens", func() (any, error) { return p.s.semanticTokens(&protocol.SemanticTokensParams{TextDocument: id}) })
 	p.check("codeAction", func() (any, error) {
 		return p.s.codeActions(&protocol.CodeActionParams{TextDocument: id, Range: protocol.Range{End: protocol.Position{Line: lines}}})
+	})
+	p.check("inlayHint", func() (any, error) {
+		raw, _ := json.Marshal(map[string]any{"textDocument": id, "range": protocol.Range{End: protocol.Position{Line: lines}}})
+		hints, rerr := p.s.inlayHints(raw)
+		if rerr != nil {
+			return nil, rerr
+		}
+		return hints, nil
+	})
+	p.check("fixAll", func() (any, error) {
+		return p.s.codeActions(&protocol.CodeActionParams{TextDocument: id, Context: protocol.CodeActionContext{Only: []protocol.CodeActionKind{codeActionKindFixAll}}})
 	})
 	p.check("formatting", func() (any, error) { return p.s.formatting(&protocol.DocumentFormattingParams{TextDocument: id}) })
 	p.check("diagnostics", func() (any, error) { return toProtocolDiagnostics(snap, snap.result()), nil })
@@ -286,7 +304,7 @@ func TestRandomEditsOverRPC(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	methods := []string{"textDocument/completion", "textDocument/hover", "textDocument/definition", "textDocument/references",
 		"textDocument/documentSymbol", "textDocument/semanticTokens/full", "textDocument/formatting", "textDocument/foldingRange",
-		"textDocument/codeAction", "textDocument/prepareRename", "textDocument/documentHighlight"}
+		"textDocument/codeAction", "textDocument/prepareRename", "textDocument/documentHighlight", "textDocument/signatureHelp"}
 	for fi, path := range files {
 		src, _ := os.ReadFile(path)
 		text := string(src)

@@ -69,7 +69,7 @@ func TestCapabilities(t *testing.T) {
 	c.mustCall("initialize", map[string]any{"capabilities": map[string]any{}}, &raw)
 	caps := raw["capabilities"].(map[string]any)
 	for _, k := range []string{"textDocumentSync", "completionProvider", "hoverProvider", "definitionProvider", "referencesProvider",
-		"renameProvider", "documentSymbolProvider", "documentFormattingProvider", "codeActionProvider", "semanticTokensProvider", "foldingRangeProvider"} {
+		"renameProvider", "documentSymbolProvider", "documentFormattingProvider", "codeActionProvider", "semanticTokensProvider", "foldingRangeProvider", "signatureHelpProvider", "inlayHintProvider", "selectionRangeProvider"} {
 		if caps[k] == nil {
 			t.Errorf("capability %s missing", k)
 		}

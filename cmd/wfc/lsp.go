@@ -21,8 +21,8 @@ meant to be run by hand.
 
 The server publishes the diagnostics of 'wfc check' as you type, and offers
 completion, hover, go to definition, references, rename, document symbols,
-formatting (the layout of 'wfc fmt'), quick fixes, semantic highlighting
-and folding.
+formatting (the layout of 'wfc fmt'), quick fixes and "fix all", signature
+help, inlay hints, selection ranges, semantic highlighting and folding.
 
 Standard output carries protocol messages only; the log goes to standard
 error (or to --log-file).

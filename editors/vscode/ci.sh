@@ -52,7 +52,21 @@ version=$(node -p "require('./package.json').version")
 rm -f wfc-*.vsix
 step "package (vsce package)" npx --no-install vsce package --no-dependencies --skip-license -o "wfc-$version.vsix"
 step "manifest check of the build" node scripts/check-manifest.js --require-build
-step "client tests (tests/client, on the bundle)" node --test tests/client/*.test.js
+# The client tests run with a TMPDIR of their own, which they must leave
+# empty: no wfc-vscode-* or wfc-bundle-* folders left behind.
+client_tests() {
+  local tmp status
+  tmp=$(mktemp -d)
+  TMPDIR=$tmp node --test tests/client/*.test.js
+  status=$?
+  if [ -n "$(ls -A "$tmp")" ]; then
+    echo "client tests left temporary files behind:" && ls -A "$tmp"
+    status=1
+  fi
+  rm -rf "$tmp"
+  return $status
+}
+step "client tests (tests/client, on the bundle)" client_tests
 step "vsix contents" node scripts/check-vsix.js "wfc-$version.vsix"
 if command -v go >/dev/null 2>&1; then
   step "keywords.json vs the Go compiler and docs (go test ./keywordcheck)" go test -count=1 ./keywordcheck

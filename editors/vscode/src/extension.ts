@@ -4,7 +4,7 @@
 
 import * as vscode from 'vscode';
 import { LanguageClient, LanguageClientOptions, RevealOutputChannelOn, ServerOptions } from 'vscode-languageclient/node';
-import { missingServerMessage, normalizeSettings, resolveServerPath, serverVersion } from './server';
+import { findServer, foundServerMessage, missingServerMessage, normalizeSettings, pipeServerLog, serverVersion } from './server';
 
 /** The language id of .wf files (package.json contributes.languages). */
 export const LANGUAGE_ID = 'wf';
@@ -66,16 +66,18 @@ async function start(): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   const cfg = vscode.workspace.getConfiguration('wfc');
   const settings = normalizeSettings(cfg.get('server.path'), cfg.get('server.args'), folder);
-  const binary = resolveServerPath(settings.path, { workspaceFolder: folder });
-  if (!binary) {
+  const found = findServer(settings.path, { workspaceFolder: folder });
+  if (!found) {
     const msg = missingServerMessage(settings.path);
     output.error(msg);
     void showError(msg);
     return;
   }
+  const binary = found.path;
   try {
-    output.info(`using ${binary}: ${await serverVersion(binary)}`);
+    output.info(foundServerMessage(found, await serverVersion(binary)));
   } catch (err) {
+    output.info(foundServerMessage(found, ''));
     output.warn(`"${binary} version" failed (${errorText(err)}); starting the server anyway`);
   }
 
@@ -96,6 +98,15 @@ async function start(): Promise<void> {
     outputChannel: output,
     traceOutputChannel: traceOutput,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
+    // The server logs to stderr in slog's text format; by default the
+    // client would log every stderr line as an error.
+    stdioOptions: {
+      stdout: (input, channel) => {
+        const info = (m: string) => channel.info(m);
+        pipeServerLog(input, { trace: info, debug: info, info, warn: info, error: info });
+      },
+      stderr: (input, channel) => pipeServerLog(input, channel),
+    },
   };
   output.info(`starting: ${[binary, ...settings.args].join(' ')}`);
   const c = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);

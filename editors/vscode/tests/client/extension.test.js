@@ -112,10 +112,11 @@ test('missing binary: a helpful error, commands registered, restart on settings 
   await ext.deactivate();
 });
 
-test('the bundle (npm run bundle, what the .vsix ships) needs nothing but vscode', { skip: !isBundle() && 'out/extension.js is the tsc output; run npm run bundle' }, async () => {
+test('the bundle (npm run bundle, what the .vsix ships) needs nothing but vscode', { skip: !isBundle() && 'out/extension.js is the tsc output; run npm run bundle' }, async (t) => {
   // Copied away from node_modules: any require other than `vscode` and
   // Node's own modules would fail.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wfc-bundle-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const copy = path.join(dir, 'extension.js');
   fs.copyFileSync(OUT, copy);
   const { vscode, calls } = fakeVscode({ 'wfc.server.path': path.join(dir, 'no-wfc-here') });

@@ -8,8 +8,16 @@ const os = require('os');
 const path = require('path');
 const server = require('../../out/server.js');
 
+// Every temporary folder is removed when the tests end (ci.sh checks that
+// none is left behind).
+const temps = [];
+test.after(() => {
+  for (const d of temps) fs.rmSync(d, { recursive: true, force: true });
+});
 function tempDir() {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'wfc-vscode-'));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'wfc-vscode-'));
+  temps.push(d);
+  return d;
 }
 function executable(dir, name, body = '#!/bin/sh\necho "wfc v1.2.3 (go1.26)"\n') {
   const p = path.join(dir, name);
@@ -66,7 +74,7 @@ test('Windows: PATHEXT is tried', () => {
 
 test('the missing-binary message says what to do', () => {
   const m = server.missingServerMessage('wfc');
-  assert.match(m, /"wfc" on PATH/);
+  assert.match(m, /"wfc" on PATH, in GOBIN or in GOPATH\/bin/);
   assert.match(m, /wfc\.server\.path/);
   assert.match(m, /go install \.\/cmd\/wfc` in a clone of the wfc repository/);
   assert.match(server.missingServerMessage('/opt/wfc'), /at "\/opt\/wfc"/);
@@ -79,4 +87,70 @@ test('serverVersion runs `<binary> version`', { skip: process.platform === 'win3
   const bad = executable(dir, 'bad', '#!/bin/sh\necho boom >&2\nexit 3\n');
   await assert.rejects(server.serverVersion(bad), /Command failed/);
   await assert.rejects(server.serverVersion(path.join(dir, 'missing')), /ENOENT/);
+});
+
+test('a bare name not on PATH is found where `go install` puts it, and the log says where', { skip: process.platform === 'win32' }, () => {
+  const gopath = tempDir();
+  const other = tempDir();
+  fs.mkdirSync(path.join(gopath, 'bin'));
+  const inGopath = executable(path.join(gopath, 'bin'), 'wfc');
+  const noGo = () => undefined;
+  // $GOPATH (a list) from the environment.
+  let found = server.findServer('wfc', { env: { PATH: other, GOPATH: `${other}:${gopath}` }, goEnvFn: noGo });
+  assert.deepEqual(found, { path: inGopath, source: 'GOPATH/bin' });
+  assert.equal(server.foundServerMessage(found, 'wfc v1'), `using ${inGopath} (found in GOPATH/bin, not on PATH): wfc v1`);
+  // `go env GOPATH` when the environment has none.
+  const asked = [];
+  found = server.findServer('wfc', { env: { PATH: other }, goEnvFn: (n) => (asked.push(n), n === 'GOPATH' ? gopath : undefined) });
+  assert.deepEqual(found, { path: inGopath, source: 'GOPATH/bin' });
+  assert.deepEqual(asked, ['GOBIN', 'GOPATH']);
+  // No go at all: ~/go/bin.
+  const home = tempDir();
+  fs.mkdirSync(path.join(home, 'go', 'bin'), { recursive: true });
+  const inHome = executable(path.join(home, 'go', 'bin'), 'wfc');
+  assert.deepEqual(server.findServer('wfc', { env: { PATH: '' }, home, goEnvFn: noGo }), { path: inHome, source: 'GOPATH/bin' });
+  // GOBIN comes first.
+  const gobin = tempDir();
+  const inGobin = executable(gobin, 'wfc');
+  assert.deepEqual(server.findServer('wfc', { env: { PATH: other, GOBIN: gobin, GOPATH: gopath }, goEnvFn: noGo }), { path: inGobin, source: 'GOBIN' });
+  // PATH wins over all of them.
+  const onPath = executable(other, 'wfc');
+  found = server.findServer('wfc', { env: { PATH: other, GOPATH: gopath }, goEnvFn: noGo });
+  assert.deepEqual(found, { path: onPath, source: 'PATH' });
+  assert.equal(server.foundServerMessage(found, ''), `using ${onPath} (found on PATH)`);
+  // A path is never looked for elsewhere.
+  assert.equal(server.findServer('./nope/wfc', { workspaceFolder: other, env: { GOPATH: gopath }, goEnvFn: noGo }), undefined);
+  found = server.findServer(inGopath, { env: { PATH: '' }, goEnvFn: noGo });
+  assert.deepEqual(found, { path: inGopath, source: 'wfc.server.path' });
+  assert.equal(server.findServer('wfc', { env: { PATH: '' }, home: other, goEnvFn: noGo }), undefined);
+});
+
+test('server log lines keep their level (not every stderr line is an error)', () => {
+  assert.deepEqual(server.serverLogLine('time=2026-11-26T12:00:00.000Z level=INFO msg="wfc language server starting" version=(devel) pid=7'), {
+    level: 'info',
+    text: 'msg="wfc language server starting" version=(devel) pid=7',
+  });
+  assert.equal(server.serverLogLine('time=x level=DEBUG msg=a').level, 'debug');
+  assert.equal(server.serverLogLine('time=x level=WARN msg=a').level, 'warn');
+  assert.equal(server.serverLogLine('time=x level=ERROR msg=a').level, 'error');
+  assert.equal(server.serverLogLine('time=x level=INFO+2 msg=a').level, 'info');
+  assert.deepEqual(server.serverLogLine('panic: runtime error: index out of range'), { level: 'error', text: 'panic: runtime error: index out of range' });
+});
+
+test('pipeServerLog splits chunks into lines and logs each at its level', async () => {
+  const { PassThrough } = require('stream');
+  const input = new PassThrough();
+  const logs = [];
+  const channel = Object.fromEntries(['trace', 'debug', 'info', 'warn', 'error'].map((l) => [l, (m) => logs.push([l, m])]));
+  server.pipeServerLog(input, channel);
+  input.write('time=t level=INFO msg=one\ntime=t level=WA');
+  input.write('RN msg=two\r\n\ngoroutine 1 [running]:\n');
+  input.end('time=t level=ERROR msg=three');
+  await new Promise((r) => input.on('end', r));
+  assert.deepEqual(logs, [
+    ['info', 'msg=one'],
+    ['warn', 'msg=two'],
+    ['error', 'goroutine 1 [running]:'],
+    ['error', 'msg=three'],
+  ]);
 });

@@ -104,9 +104,10 @@ It skips a word after a `.' or before `=', `:', `?', `.' or `('."
     (lambda (limit)
       (let (found)
         (while (and (not found) (re-search-forward re limit t))
-          (unless (or (eq (char-before (match-beginning 0)) ?.)
-                      (looking-at "[ \t]*\\(?:=[^=>]\\|[?:.(]\\)")
-                      (nth 8 (syntax-ppss (match-beginning 0))))
+          (unless (save-match-data
+                    (or (eq (char-before (match-beginning 0)) ?.)
+                        (looking-at "[ \t]*\\(?:=[^=>]\\|[?:.(]\\)")
+                        (nth 8 (save-excursion (syntax-ppss (match-beginning 0))))))
             (setq found t)))
         found))))
 
@@ -115,7 +116,7 @@ It skips a word after a `.' or before `=', `:', `?', `.' or `('."
   (let (found)
     (while (and (not found)
                 (re-search-forward "{{\\(?:[^}\"'\n]\\|}[^}\"'\n]\\)*\\(?:}}\\)?" limit t))
-      (when (nth 3 (syntax-ppss (match-beginning 0)))
+      (when (save-match-data (nth 3 (save-excursion (syntax-ppss (match-beginning 0)))))
         (setq found t)))
     found))
 

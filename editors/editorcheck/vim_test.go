@@ -105,9 +105,9 @@ var vimProbes = []probe{
 	{"", "// the end", 0, "wfLineComment"},
 }
 
-// vimScript writes, for each position, the syntax groups there from the
+// vimLuaScript writes, for each position, the syntax groups there from the
 // outermost to the innermost.
-const vimScript = `
+const vimLuaScript = `
 local out = {}
 local ok, err = pcall(function()
   vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("WF_FILE")))
@@ -144,21 +144,39 @@ type nvimResult struct {
 }
 
 // runNvim starts a headless Neovim with the docs' configuration (init.lua)
-// and runs script on file.
+// and runs the Lua script on file.
 func runNvim(t *testing.T, init, file, script string, env ...string) nvimResult {
 	t.Helper()
-	nvim, err := exec.LookPath("nvim")
+	return runEditor(t, "nvim", "neovim", "init.lua", init, "t.lua", script, file, env,
+		func(init, script string) []string {
+			return []string{"--headless", "-u", init, "-i", "NONE", "-n", "-c", "luafile " + script}
+		})
+}
+
+// runVim starts Vim in silent Ex mode with the docs' configuration (vimrc)
+// and sources the Vim script on file.
+func runVim(t *testing.T, init, file, script string, env ...string) nvimResult {
+	t.Helper()
+	return runEditor(t, "vim", "vim-nox", "vimrc", init, "t.vim", script, file, env,
+		func(init, script string) []string {
+			return []string{"-N", "-u", init, "-i", "NONE", "-n", "-es", "-S", script}
+		})
+}
+
+func runEditor(t *testing.T, bin, pkg, initName, init, scriptName, script, file string, env []string, args func(init, script string) []string) nvimResult {
+	t.Helper()
+	path, err := exec.LookPath(bin)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("nvim is not installed (apt-get install -y neovim)")
+			t.Fatalf("%s is not installed (apt-get install -y %s)", bin, pkg)
 		}
-		t.Skip("nvim is not installed")
+		t.Skipf("%s is not installed", bin)
 	}
 	dir := t.TempDir()
-	initPath, scriptPath, out := filepath.Join(dir, "init.lua"), filepath.Join(dir, "t.lua"), filepath.Join(dir, "out.json")
+	initPath, scriptPath, out := filepath.Join(dir, initName), filepath.Join(dir, scriptName), filepath.Join(dir, "out.json")
 	os.WriteFile(initPath, []byte(init), 0o644)
 	os.WriteFile(scriptPath, []byte(script), 0o644)
-	cmd := exec.Command(nvim, "--headless", "-u", initPath, "-i", "NONE", "-n", "-c", "luafile "+scriptPath)
+	cmd := exec.Command(path, args(initPath, scriptPath)...)
 	cmd.Env = append(os.Environ(), append(env, "WF_FILE="+file, "OUT_FILE="+out, "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_CACHE_HOME="+dir)...)
 	cmd.Dir = dir
 	done := make(chan []byte, 1)
@@ -169,46 +187,85 @@ func runNvim(t *testing.T, init, file, script string, env ...string) nvimResult 
 	select {
 	case b := <-done:
 		if len(b) > 0 {
-			t.Logf("nvim output: %s", b)
+			t.Logf("%s output: %s", bin, b)
 		}
 	case <-time.After(time.Minute):
 		cmd.Process.Kill()
-		t.Fatal("nvim did not finish")
+		t.Fatalf("%s did not finish", bin)
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil {
-		t.Fatalf("no result from nvim: %v", err)
+		t.Fatalf("no result from %s: %v", bin, err)
 	}
 	var res nvimResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("bad result %s: %v", raw, err)
 	}
 	if !res.OK {
-		t.Fatalf("nvim script failed: %s", res.Err)
+		t.Fatalf("%s script failed: %s", bin, res.Err)
 	}
 	return res
 }
 
-// vimInit is the Neovim configuration of docs/editors.md, with the clone's
-// path in place of ~/src/wfc.
-func vimInit(t *testing.T) string {
+// vimInit is a configuration of docs/editors.md, the first lang block after
+// marker, with the clone's path in place of ~/src/wfc.
+func vimInit(t *testing.T, marker, lang string) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	snippet := docBlock(t, "<!-- tested by editors/editorcheck/vim_test.go", "lua")
+	snippet := docBlock(t, marker, lang)
 	if !strings.Contains(snippet, "~/src/wfc") {
-		t.Fatalf("the Neovim recipe does not name ~/src/wfc:\n%s", snippet)
+		t.Fatalf("the recipe after %q does not name ~/src/wfc:\n%s", marker, snippet)
 	}
 	return strings.ReplaceAll(snippet, "~/src/wfc", root)
 }
+
+// vimScript is vimLuaScript for Vim.
+const vimScript = `
+let s:out = {}
+try
+  execute 'edit ' . fnameescape($WF_FILE)
+  unlet! b:current_syntax
+  syntax clear
+  runtime syntax/wf.vim
+  let s:out.filetype = &filetype
+  let s:out.syntax = &syntax
+  let s:out.commentstring = &commentstring
+  let s:out.shiftwidth = &shiftwidth
+  let s:out.groups = []
+  for s:p in json_decode($PROBES)
+    call add(s:out.groups, map(synstack(s:p.Line, s:p.Col), 'synIDattr(v:val, "name")'))
+  endfor
+  let s:out.ok = v:true
+catch
+  let s:out.ok = v:false
+  let s:out.err = v:throwpoint . ': ' . v:exception
+endtry
+call writefile([json_encode(s:out)], $OUT_FILE)
+qa!
+`
 
 // TestVimSyntax opens a sample in headless Neovim with editors/vim on the
 // runtime path, as docs/editors.md says, and checks the syntax groups at
 // keywords, node ids, strings, templates and the CEL inside them,
 // comments, numbers and durations.
 func TestVimSyntax(t *testing.T) {
+	checkVimSyntax(t, func(file string, env ...string) nvimResult {
+		return runNvim(t, vimInit(t, "<!-- tested by editors/editorcheck/vim_test.go (Neovim)", "lua"), file, vimLuaScript, env...)
+	})
+}
+
+// TestVimSyntaxVim is TestVimSyntax in Vim, with the docs' vimrc.
+func TestVimSyntaxVim(t *testing.T) {
+	checkVimSyntax(t, func(file string, env ...string) nvimResult {
+		return runVim(t, vimInit(t, "<!-- tested by editors/editorcheck/vim_test.go (Vim)", "vim"), file, vimScript, env...)
+	})
+}
+
+func checkVimSyntax(t *testing.T, run func(file string, env ...string) nvimResult) {
+	t.Helper()
 	src, err := os.ReadFile(sample)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +279,7 @@ func TestVimSyntax(t *testing.T) {
 		ps[i] = locate(t, string(src), p)
 	}
 	pj, _ := json.Marshal(ps)
-	res := runNvim(t, vimInit(t), file, vimScript, "PROBES="+string(pj))
+	res := run(file, "PROBES="+string(pj))
 	if res.Filetype != "wf" || res.Syntax != "wf" {
 		t.Errorf("filetype %q, syntax %q; want wf (ftdetect/wf.vim, syntax/wf.vim)", res.Filetype, res.Syntax)
 	}

@@ -31,6 +31,9 @@ type role struct {
 	doc        string
 }
 
+// Lookbehinds are bounded (\@20<=): unbounded ones made highlighting a
+// large file several times slower.
+//
 // notKeyword follows a word that is a keyword only where it is not a
 // parameter, a field, a member or a call (docs/language.md §2.5), and
 // notMember precedes it.
@@ -41,7 +44,7 @@ const (
 
 func plain(w string) string { return notMember + w + notKeyword }
 func after(kw string) func(string) string {
-	return func(w string) string { return `\%(\<` + kw + `\s\+\)\@<=` + w + `\>` }
+	return func(w string) string { return `\%(\<` + kw + `\s\+\)\@20<=` + w + `\>` }
 }
 
 // roles lists every group of keywords.json: a group missing here fails
@@ -58,7 +61,7 @@ var roles = []role{
 	{vim: "wfOnTimeout", emacs: "wf-mode-on-timeout", groups: []string{"onTimeout"}, vimPattern: after("on_timeout"), doc: "values of on_timeout"},
 	{vim: "wfScope", emacs: "wf-mode-scope-names", groups: []string{"scopeNames"}, vimPattern: func(w string) string { return notMember + w + `\>\ze\s*\.` }, doc: "names an expression reads from"},
 	{vim: "wfMacro", emacs: "wf-mode-macros", groups: []string{"celMacros"}, vimPattern: func(w string) string { return `\<` + w + `\ze\s*(` }, doc: "CEL macros"},
-	{vim: "wfBuiltinHandler", emacs: "wf-mode-builtin-handlers", groups: []string{"builtinHandlers"}, vimPattern: func(w string) string { return `\%(\<run\s\+\)\@<="` + w + `"` }, doc: "built-in handlers"},
+	{vim: "wfBuiltinHandler", emacs: "wf-mode-builtin-handlers", groups: []string{"builtinHandlers"}, vimPattern: func(w string) string { return `\%(\<run\s\+\)\@20<="` + w + `"` }, doc: "built-in handlers"},
 	{vim: "wfReservedName", emacs: "wf-mode-reserved-names", groups: []string{"reservedNames"}, doc: "names a node may not have"},
 }
 
@@ -181,7 +184,7 @@ func genVim(t *testing.T) string {
 	}
 	// The name after a node kind (task fetch) is the node's; a reserved
 	// word there is an error (WF1005). Defined after the kinds' own match.
-	nodeName := `\%(` + notMember + alt(kinds) + `\s\+\)\@<=`
+	nodeName := `\%(` + notMember + alt(kinds) + `\s\+\)\@20<=`
 	fmt.Fprintf(&b, "syn match wfNodeName #%s\\h\\w*#\n", nodeName)
 	for i, r := range roles {
 		if r.vim == "wfReservedName" {

@@ -94,7 +94,12 @@ var vimProbes = []probe{
 	{"agent pick", `'''Pick`, 4, "wfString"},
 	{"agent pick", "{{ input.rush }}", 3, "wfScope"}, // a template in a '''string'''
 	{"agent pick", "0.2", 0, "wfNumber"},
+	{"flow ship", "join any", 0, "wfNodeHeader"},
 	{"flow ship", "join any", 5, "wfJoinMode"},
+	{"flow ship", "after pick_carrier", 0, "wfNodeHeader"},
+	{"flow ship", "after pick_carrier", 6, "wfNodeRef"},
+	{"agent pick", "routes ship, ship_express", 13, "wfNodeRef"},
+	{"task ship_express", "run \"sleep\"", 0, "wfItem"},
 	{"flow ship", "uses", 0, "wfItem"},
 	{"flow ship", "back_to ship", 8, "wfNodeRef"},
 	{"task ship_express", "'1h30m'", 1, "wfString"},

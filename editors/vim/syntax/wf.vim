@@ -77,27 +77,27 @@ syn match wfType #\.\@1<!\<\%(string\|int\|number\|bool\|duration\|any\|list\|ma
 " literals: literals
 syn match wfLiteral #\.\@1<!\<\%(true\|false\|null\)\>#
 " values of join: joinModes
-syn match wfJoinMode #\%(\<join\s\+\)\@<=\%(all\|any\|settled\)\>#
+syn match wfJoinMode #\%(\<join\s\+\)\@20<=\%(all\|any\|settled\)\>#
 " values of backoff: backoff
-syn match wfBackoff #\%(\<backoff\s\+\)\@<=\%(fixed\|linear\|exponential\)\>#
+syn match wfBackoff #\%(\<backoff\s\+\)\@20<=\%(fixed\|linear\|exponential\)\>#
 " values of on_timeout: onTimeout
-syn match wfOnTimeout #\%(\<on_timeout\s\+\)\@<=\%(approve\|reject\|fail\)\>#
+syn match wfOnTimeout #\%(\<on_timeout\s\+\)\@20<=\%(approve\|reject\|fail\)\>#
 " names an expression reads from: scopeNames
 syn match wfScope #\.\@1<!\<\%(input\|output\)\>\ze\s*\.#
 " CEL macros: celMacros
 syn match wfMacro #\<\%(has\|all\|exists\|exists_one\|map\|filter\)\ze\s*(#
 " built-in handlers: builtinHandlers
-syn match wfBuiltinHandler #\%(\<run\s\+\)\@<="\%(noop\|echo\|cel\|fail\|sleep\|http\|exec\|wait\)"#
+syn match wfBuiltinHandler #\%(\<run\s\+\)\@20<="\%(noop\|echo\|cel\|fail\|sleep\|http\|exec\|wait\)"#
 " names a node may not have: reservedNames
-syn match wfNodeName #\%(\.\@1<!\<\%(task\|agent\|human\|flow\)\s\+\)\@<=\h\w*#
-syn match wfReservedName #\%(\.\@1<!\<\%(task\|agent\|human\|flow\)\s\+\)\@<=\%(input\|output\|workflow\|task\|agent\|human\|flow\|handler\|import\|after\|join\|when\|else\|while\|loop\|in\|true\|false\|null\|as\|break\|const\|continue\|for\|function\|if\|let\|package\|namespace\|return\|var\|void\|has\|all\|exists\|exists_one\|map\|filter\|run\)\>#
+syn match wfNodeName #\%(\.\@1<!\<\%(task\|agent\|human\|flow\)\s\+\)\@20<=\h\w*#
+syn match wfReservedName #\%(\.\@1<!\<\%(task\|agent\|human\|flow\)\s\+\)\@20<=\%(input\|output\|workflow\|task\|agent\|human\|flow\|handler\|import\|after\|join\|when\|else\|while\|loop\|in\|true\|false\|null\|as\|break\|const\|continue\|for\|function\|if\|let\|package\|namespace\|return\|var\|void\|has\|all\|exists\|exists_one\|map\|filter\|run\)\>#
 " END generated
 
 " The workflow's name.
-syn match wfWorkflowName "\%(\.\@1<!\<workflow\s\+\)\@<=\h\w*"
+syn match wfWorkflowName "\%(\.\@1<!\<workflow\s\+\)\@20<=\h\w*"
 
 " Node ids a node refers to: after `after`, `=>`, `back_to` and `routes`.
-syn match wfNodeRef "\%(\%(=>\s*\|\<\%(after\|back_to\|routes\)\s\+\)\%(\h\w*\s*,\s*\)*\)\@<=\<\h\w*"
+syn match wfNodeRef "\%(\%(=>\s*\|\<\%(after\|back_to\|routes\)\s\+\)\%(\h\w*\s*,\s*\)*\)\@80<=\<\h\w*"
 
 " CEL inside {{ }} templates: literals, names, calls and operators, but no
 " wf keywords.

@@ -79,7 +79,7 @@ const emacsScript = `
 // TestEmacsMode loads editors/emacs/wf-mode.el as docs/editors.md says in a
 // batch Emacs, opens the sample and checks the faces at keywords, node ids,
 // strings, templates, comments, numbers and durations, the comment syntax,
-// the indentation and the eglot entry.
+// the indentation and the eglot entry, and byte-compiles the mode.
 func TestEmacsMode(t *testing.T) {
 	emacs, err := exec.LookPath("emacs")
 	if err != nil {
@@ -150,6 +150,19 @@ func TestEmacsMode(t *testing.T) {
 	}
 	if len(res.Faces) != len(emacsProbes) {
 		t.Fatalf("%d faces for %d probes", len(res.Faces), len(emacsProbes))
+	}
+	// The mode byte-compiles without warnings (a free variable or a
+	// misspelt function is a warning).
+	el := filepath.Join(dir, "wf-mode.el")
+	b, err := os.ReadFile(emacsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(el, b, 0o644)
+	bc := exec.Command(emacs, "--batch", "-Q", "--eval", "(setq byte-compile-error-on-warn t)", "-f", "batch-byte-compile", el)
+	bc.Env = append(os.Environ(), "HOME="+dir)
+	if out, err := bc.CombinedOutput(); err != nil {
+		t.Errorf("byte-compiling wf-mode.el: %v\n%s", err, out)
 	}
 	for i, p := range emacsProbes {
 		want := p.want

@@ -202,9 +202,28 @@ func genEmacs(t *testing.T) string {
 		for j, w := range words[i] {
 			q[j] = `"` + w + `"`
 		}
-		fmt.Fprintf(&b, "(defconst %s\n  '(%s)\n  \"The %s (keywords.json: %s).\")\n", r.emacs, strings.Join(q, " "), r.doc, strings.Join(r.groups, ", "))
+		fmt.Fprintf(&b, "(defconst %s\n  '(%s)\n  \"The %s.\n%s.\")\n", r.emacs, strings.Join(q, " "), r.doc, wrap("keywords.json: "+strings.Join(r.groups, ", "), 72))
 	}
 	return b.String()
+}
+
+// wrap breaks text into lines of at most width bytes at spaces (Emacs
+// warns about docstrings wider than 80 columns).
+func wrap(text string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // splice replaces the lines between the BEGIN and END markers of a file.
@@ -244,5 +263,24 @@ func TestGenerated(t *testing.T) {
 			continue
 		}
 		t.Errorf("%s is out of date with %s: run go test ./editors/editorcheck -run TestGenerated -update", f.path, keywordsFile)
+	}
+}
+
+// handWritten are the keywords that the hand-written patterns of the editor
+// files name (a node reference after `after`, a builtin handler after
+// `run`, …): each must still be a keyword, or those patterns are stale.
+var handWritten = []string{"after", "back_to", "routes", "run", "workflow", "join", "backoff", "on_timeout", "task", "agent", "human", "flow"}
+
+func TestHandWrittenWords(t *testing.T) {
+	all := map[string]bool{}
+	for _, g := range loadGroups(t) {
+		for _, w := range g.words {
+			all[w] = true
+		}
+	}
+	for _, w := range handWritten {
+		if !all[w] {
+			t.Errorf("%q is no longer in keywords.json: update the hand-written patterns of %s and %s that name it", w, vimFile, emacsFile)
+		}
 	}
 }

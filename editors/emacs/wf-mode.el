@@ -42,43 +42,57 @@
 ;; BEGIN generated from editors/vscode/keywords.json (go test ./editors/editorcheck -update); do not edit
 (defconst wf-mode-declarations
   '("import" "handler" "workflow")
-  "The top-level declarations (keywords.json: declarations).")
+  "The top-level declarations.
+keywords.json: declarations.")
 (defconst wf-mode-node-kinds
   '("task" "agent" "human" "flow")
-  "The kinds of node (keywords.json: nodeKinds).")
+  "The kinds of node.
+keywords.json: nodeKinds.")
 (defconst wf-mode-node-header
   '("after" "join")
-  "The words of a node's header (keywords.json: nodeHeader).")
+  "The words of a node's header.
+keywords.json: nodeHeader.")
 (defconst wf-mode-items
   '("version" "description" "deadline" "max_hops" "max_fanout" "max_input_bytes" "max_output_bytes" "max_state_bytes" "input" "output" "finally" "config" "when" "retry" "timeout" "on_error" "run" "with" "for_each" "branch" "loop" "compensate" "model" "temperature" "prompt" "routes" "default" "approvers" "on_timeout" "on_reject" "uses" "dispatch" "escalate_to" "escalate_after" "in" "parallel" "tolerate" "else" "attempts" "backoff" "delay" "max_delay" "on" "except" "while" "max" "back_to" "exhausted")
-  "The items of blocks (keywords.json: workflowItems, handlerItems, nodeItems, forEach, branchRules, retryItems, loopItems, compensateItems).")
+  "The items of blocks.
+keywords.json: workflowItems, handlerItems, nodeItems, forEach,
+branchRules, retryItems, loopItems, compensateItems.")
 (defconst wf-mode-types
   '("string" "int" "number" "bool" "duration" "any" "list" "map" "secret")
-  "The types of fields (keywords.json: types).")
+  "The types of fields.
+keywords.json: types.")
 (defconst wf-mode-literals
   '("true" "false" "null")
-  "The literals (keywords.json: literals).")
+  "The literals.
+keywords.json: literals.")
 (defconst wf-mode-join-modes
   '("all" "any" "settled")
-  "The values of join (keywords.json: joinModes).")
+  "The values of join.
+keywords.json: joinModes.")
 (defconst wf-mode-backoffs
   '("fixed" "linear" "exponential")
-  "The values of backoff (keywords.json: backoff).")
+  "The values of backoff.
+keywords.json: backoff.")
 (defconst wf-mode-on-timeout
   '("approve" "reject" "fail")
-  "The values of on_timeout (keywords.json: onTimeout).")
+  "The values of on_timeout.
+keywords.json: onTimeout.")
 (defconst wf-mode-scope-names
   '("input" "output")
-  "The names an expression reads from (keywords.json: scopeNames).")
+  "The names an expression reads from.
+keywords.json: scopeNames.")
 (defconst wf-mode-macros
   '("has" "all" "exists" "exists_one" "map" "filter")
-  "The CEL macros (keywords.json: celMacros).")
+  "The CEL macros.
+keywords.json: celMacros.")
 (defconst wf-mode-builtin-handlers
   '("noop" "echo" "cel" "fail" "sleep" "http" "exec" "wait")
-  "The built-in handlers (keywords.json: builtinHandlers).")
+  "The built-in handlers.
+keywords.json: builtinHandlers.")
 (defconst wf-mode-reserved-names
   '("input" "output" "workflow" "task" "agent" "human" "flow" "handler" "import" "after" "join" "when" "else" "while" "loop" "in" "true" "false" "null" "as" "break" "const" "continue" "for" "function" "if" "let" "package" "namespace" "return" "var" "void" "has" "all" "exists" "exists_one" "map" "filter" "run")
-  "The names a node may not have (keywords.json: reservedNames).")
+  "The names a node may not have.
+keywords.json: reservedNames.")
 ;; END generated
 
 (defvar wf-mode-syntax-table
@@ -187,6 +201,7 @@ It skips a word after a `.' or before `=', `:', `?', `.' or `('."
 (add-to-list 'auto-mode-alist '("\\.wf\\'" . wf-mode))
 
 ;; The language server: `wfc lsp' (docs/editors.md).
+(defvar eglot-server-programs)
 (with-eval-after-load 'eglot
   (add-to-list 'eglot-server-programs '(wf-mode "wfc" "lsp")))
 

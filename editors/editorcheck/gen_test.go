@@ -28,7 +28,10 @@ type role struct {
 	groups []string
 	// vimPattern builds the Vim pattern from the alternation of the words.
 	vimPattern func(words string) string
-	doc        string
+	// vimNext is what may follow a match (:syn-nextgroup): a name after its
+	// keyword is matched this way, which is faster than a lookbehind.
+	vimNext string
+	doc     string
 }
 
 // Lookbehinds are bounded (\@20<=): unbounded ones made highlighting a
@@ -50,8 +53,8 @@ func after(kw string) func(string) string {
 // roles lists every group of keywords.json: a group missing here fails
 // TestGenerated, so a new group gets a place in every editor.
 var roles = []role{
-	{vim: "wfDeclaration", emacs: "wf-mode-declarations", groups: []string{"declarations"}, vimPattern: plain, doc: "top-level declarations"},
-	{vim: "wfNodeKind", emacs: "wf-mode-node-kinds", groups: []string{"nodeKinds"}, vimPattern: plain, doc: "kinds of node"},
+	{vim: "wfDeclaration", emacs: "wf-mode-declarations", groups: []string{"declarations"}, vimPattern: plain, vimNext: "wfWorkflowName", doc: "top-level declarations"},
+	{vim: "wfNodeKind", emacs: "wf-mode-node-kinds", groups: []string{"nodeKinds"}, vimPattern: plain, vimNext: "wfNodeName,wfReservedName", doc: "kinds of node"},
 	{vim: "wfNodeHeader", emacs: "wf-mode-node-header", groups: []string{"nodeHeader"}, vimPattern: plain, doc: "words of a node's header"},
 	{vim: "wfItem", emacs: "wf-mode-items", groups: []string{"workflowItems", "handlerItems", "nodeItems", "forEach", "branchRules", "retryItems", "loopItems", "compensateItems"}, vimPattern: plain, doc: "items of blocks"},
 	{vim: "wfType", emacs: "wf-mode-types", groups: []string{"types"}, vimPattern: plain, doc: "types of fields"},
@@ -169,26 +172,23 @@ func alt(words []string) string {
 func genVim(t *testing.T) string {
 	words := roleWords(t)
 	var b strings.Builder
-	var kinds []string
-	for i, r := range roles {
-		if r.vim == "wfNodeKind" {
-			kinds = words[i]
-		}
-	}
 	for i, r := range roles {
 		fmt.Fprintf(&b, "\" %s: %s\n", r.doc, strings.Join(r.groups, ", "))
 		if r.vimPattern == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "syn match %s #%s#\n", r.vim, r.vimPattern(alt(words[i])))
+		next := ""
+		if r.vimNext != "" {
+			next = " nextgroup=" + r.vimNext + " skipwhite"
+		}
+		fmt.Fprintf(&b, "syn match %s #%s#%s\n", r.vim, r.vimPattern(alt(words[i])), next)
 	}
 	// The name after a node kind (task fetch) is the node's; a reserved
-	// word there is an error (WF1005). Defined after the kinds' own match.
-	nodeName := `\%(` + notMember + alt(kinds) + `\s\+\)\@20<=`
-	fmt.Fprintf(&b, "syn match wfNodeName #%s\\h\\w*#\n", nodeName)
+	// word there is an error (WF1005), and wins, being defined last.
+	fmt.Fprintf(&b, "syn match wfNodeName contained #\\h\\w*#\n")
 	for i, r := range roles {
 		if r.vim == "wfReservedName" {
-			fmt.Fprintf(&b, "syn match wfReservedName #%s%s\\>#\n", nodeName, alt(words[i]))
+			fmt.Fprintf(&b, "syn match wfReservedName contained #%s\\>#\n", alt(words[i]))
 		}
 	}
 	return b.String()

@@ -65,9 +65,9 @@ syn region wfCelStringSQ contained matchgroup=wfQuote start=+\w\@1<![rRbB]\{0,2}
 
 " BEGIN generated from editors/vscode/keywords.json (go test ./editors/editorcheck -update); do not edit
 " top-level declarations: declarations
-syn match wfDeclaration #\.\@1<!\<\%(import\|handler\|workflow\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!#
+syn match wfDeclaration #\.\@1<!\<\%(import\|handler\|workflow\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!# nextgroup=wfWorkflowName skipwhite
 " kinds of node: nodeKinds
-syn match wfNodeKind #\.\@1<!\<\%(task\|agent\|human\|flow\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!#
+syn match wfNodeKind #\.\@1<!\<\%(task\|agent\|human\|flow\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!# nextgroup=wfNodeName,wfReservedName skipwhite
 " words of a node's header: nodeHeader
 syn match wfNodeHeader #\.\@1<!\<\%(after\|join\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!#
 " items of blocks: workflowItems, handlerItems, nodeItems, forEach, branchRules, retryItems, loopItems, compensateItems
@@ -89,12 +89,12 @@ syn match wfMacro #\<\%(has\|all\|exists\|exists_one\|map\|filter\)\ze\s*(#
 " built-in handlers: builtinHandlers
 syn match wfBuiltinHandler #\%(\<run\s\+\)\@20<="\%(noop\|echo\|cel\|fail\|sleep\|http\|exec\|wait\)"#
 " names a node may not have: reservedNames
-syn match wfNodeName #\%(\.\@1<!\<\%(task\|agent\|human\|flow\)\s\+\)\@20<=\h\w*#
-syn match wfReservedName #\%(\.\@1<!\<\%(task\|agent\|human\|flow\)\s\+\)\@20<=\%(input\|output\|workflow\|task\|agent\|human\|flow\|handler\|import\|after\|join\|when\|else\|while\|loop\|in\|true\|false\|null\|as\|break\|const\|continue\|for\|function\|if\|let\|package\|namespace\|return\|var\|void\|has\|all\|exists\|exists_one\|map\|filter\|run\)\>#
+syn match wfNodeName contained #\h\w*#
+syn match wfReservedName contained #\%(input\|output\|workflow\|task\|agent\|human\|flow\|handler\|import\|after\|join\|when\|else\|while\|loop\|in\|true\|false\|null\|as\|break\|const\|continue\|for\|function\|if\|let\|package\|namespace\|return\|var\|void\|has\|all\|exists\|exists_one\|map\|filter\|run\)\>#
 " END generated
 
-" The workflow's name.
-syn match wfWorkflowName "\%(\.\@1<!\<workflow\s\+\)\@20<=\h\w*"
+" The workflow's name (after `workflow`: wfDeclaration's nextgroup).
+syn match wfWorkflowName contained "\h\w*"
 
 " Node ids a node refers to: after `after`, `=>`, `back_to` and `routes`.
 syn match wfNodeRef "\%(\%(=>\s*\|\<\%(after\|back_to\|routes\)\s\+\)\%(\h\w*\s*,\s*\)*\)\@80<=\<\h\w*"

@@ -1,0 +1,2 @@
+" .wf files are wf workflows.
+autocmd BufRead,BufNewFile *.wf setfiletype wf

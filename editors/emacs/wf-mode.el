@@ -86,7 +86,7 @@ keywords.json: scopeNames.")
   "The CEL macros.
 keywords.json: celMacros.")
 (defconst wf-mode-builtin-handlers
-  '("noop" "echo" "cel" "fail" "sleep" "http" "exec" "wait")
+  '("noop" "echo" "cel" "fail" "sleep" "http" "exec" "wait" "signal")
   "The built-in handlers.
 keywords.json: builtinHandlers.")
 (defconst wf-mode-reserved-names

@@ -87,7 +87,7 @@ syn match wfScope #\.\@1<!\<\%(input\|output\)\>\ze\s*\.#
 " CEL macros: celMacros
 syn match wfMacro #\<\%(has\|all\|exists\|exists_one\|map\|filter\)\ze\s*(#
 " built-in handlers: builtinHandlers
-syn match wfBuiltinHandler #\%(\<run\s\+\)\@20<="\%(noop\|echo\|cel\|fail\|sleep\|http\|exec\|wait\)"#
+syn match wfBuiltinHandler #\%(\<run\s\+\)\@20<="\%(noop\|echo\|cel\|fail\|sleep\|http\|exec\|wait\|signal\)"#
 " names a node may not have: reservedNames
 syn match wfNodeName contained #\h\w*#
 syn match wfReservedName contained #\%(input\|output\|workflow\|task\|agent\|human\|flow\|handler\|import\|after\|join\|when\|else\|while\|loop\|in\|true\|false\|null\|as\|break\|const\|continue\|for\|function\|if\|let\|package\|namespace\|return\|var\|void\|has\|all\|exists\|exists_one\|map\|filter\|run\)\>#

@@ -377,22 +377,27 @@ func (s *state) neverRuns() {
 			nd.id, strings.Join(parts, ", "))
 		dg.WithHint("to run after whichever path was taken, use `join settled` (waits for every path) or `join any` (runs at the first)")
 		for _, mode := range []string{ir.JoinSettled, ir.JoinAny} {
-			sp, text := s.joinFix(nd, mode)
-			dg.WithFix(fmt.Sprintf("Change to `join %s`", mode), sp, text)
+			if sp, text, ok := s.joinFix(nd, mode); ok {
+				dg.WithFix(fmt.Sprintf("Change to `join %s`", mode), sp, text)
+			}
 		}
 	}
 }
 
-// joinFix returns the edit that gives nd the join mode.
-func (s *state) joinFix(nd *node, mode string) (source.Span, string) {
+// joinFix returns the edit that gives nd the join mode; none for a node
+// whose declaration did not parse (recovered text has no node to edit).
+func (s *state) joinFix(nd *node, mode string) (source.Span, string, bool) {
+	if nd.decl == nil || nd.ident == nil {
+		return source.Span{}, "", false
+	}
 	if nd.decl.Join != nil {
-		return s.span(nd.decl.Join.Range), mode
+		return s.span(nd.decl.Join.Range), mode, true
 	}
 	end := nd.ident.Range.End
 	if k := len(nd.decl.After); k > 0 && nd.decl.After[k-1] != nil {
 		end = nd.decl.After[k-1].Range.End
 	}
-	return s.span(source.Range{Start: end, End: end}), " join " + mode
+	return s.span(source.Range{Start: end, End: end}), " join " + mode, true
 }
 
 // outcomeWords says which outcomes of d a set holds.

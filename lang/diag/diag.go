@@ -73,6 +73,37 @@ type Diagnostic struct {
 	Hint     string      `json:"hint,omitempty"`
 	Related  []Related   `json:"related,omitempty"`
 	Fixes    []Fix       `json:"fixes,omitempty"`
+	// Hidden, on a TooManyDiags only, counts the diagnostics it stands
+	// for by severity, so that totals (List.Count) stay exact.
+	Hidden *Hidden `json:"hidden,omitempty"`
+}
+
+// Hidden counts the diagnostics of a file that are not shown.
+type Hidden struct {
+	Errors   int `json:"errors"`
+	Warnings int `json:"warnings"`
+	Infos    int `json:"infos"`
+}
+
+func (h *Hidden) add(s Severity) {
+	switch s {
+	case Error:
+		h.Errors++
+	case Warning:
+		h.Warnings++
+	default:
+		h.Infos++
+	}
+}
+
+func (h *Hidden) count(s Severity) int {
+	switch s {
+	case Error:
+		return h.Errors
+	case Warning:
+		return h.Warnings
+	}
+	return h.Infos
 }
 
 func (d Diagnostic) Error() string {
@@ -96,7 +127,10 @@ func (l List) HasErrors() bool {
 func (l List) Count(s Severity) int {
 	n := 0
 	for _, d := range l {
-		if d.Severity == s {
+		switch {
+		case d.Hidden != nil:
+			n += d.Hidden.count(s) // the diagnostics it stands for
+		case d.Severity == s:
 			n++
 		}
 	}
@@ -142,6 +176,7 @@ type Reporter struct {
 
 	dropped    int      // diagnostics not kept: Diags was full
 	droppedSev Severity // the most serious of them
+	droppedBy  Hidden   // them by severity
 	minor      int      // warnings and infos in Diags
 	scratch    Diagnostic
 }
@@ -175,6 +210,7 @@ func (rp *Reporter) Add(code Code, r source.Range, msg string) *Diagnostic {
 
 func (rp *Reporter) drop(sev Severity) {
 	rp.dropped++
+	rp.droppedBy.add(sev)
 	if rp.droppedSev == 0 || sev < rp.droppedSev {
 		rp.droppedSev = sev
 	}
@@ -193,8 +229,10 @@ func (rp *Reporter) List() List {
 	bySev := slices.Clone(l)
 	slices.SortStableFunc(bySev, func(a, b Diagnostic) int { return cmp.Compare(a.Severity, b.Severity) })
 	more, sev := rp.dropped, rp.droppedSev
+	hidden := rp.droppedBy
 	for _, d := range bySev[MaxPerFile:] {
 		more++
+		hidden.add(d.Severity)
 		if sev == 0 || d.Severity < sev {
 			sev = d.Severity
 		}
@@ -203,7 +241,7 @@ func (rp *Reporter) List() List {
 	// first one left out is in bySev.
 	first := bySev[MaxPerFile]
 	shown := List(bySev[:MaxPerFile]).Sorted()
-	return append(shown, Diagnostic{Code: TooManyDiags, Severity: sev, Span: first.Span,
+	return append(shown, Diagnostic{Code: TooManyDiags, Severity: sev, Span: first.Span, Hidden: &hidden,
 		Message: fmt.Sprintf("too many diagnostics: %d more not shown (the first %d of a file are)", more, MaxPerFile)})
 }
 

@@ -96,5 +96,9 @@ func TestLimitReporterCap(t *testing.T) {
 		if n := l[:MaxPerFile].Count(Error); n != min(c.errors, MaxPerFile) {
 			t.Errorf("%s: %d errors shown, want %d", c.name, n, min(c.errors, MaxPerFile))
 		}
+		// The totals stay exact: the TooManyDiags counts what it stands for.
+		if e, w := l.Count(Error), l.Count(Warning); e != c.errors || w != c.warnings {
+			t.Errorf("%s: counted %d errors and %d warnings, want %d and %d", c.name, e, w, c.errors, c.warnings)
+		}
 	}
 }

@@ -236,8 +236,16 @@ func (j *job) childDone() error {
 		}
 		return err
 	}
+	return j.resumed(out)
+}
+
+// resumed routes a parked execution (a child flow's, a signal task's, a
+// wait task's) that ends with out: loop and branch see the node's
+// activation, bound only when it has expressions.
+func (j *job) resumed(out json.RawMessage) error {
 	var act vars
 	if j.p.hasExprs(j.n.ID) {
+		var err error
 		if act, err = j.activation(j.p.reads(j.n.ID)); err != nil {
 			return j.evalFailed(err, -1)
 		}

@@ -106,17 +106,11 @@ func (j *job) signalled() error {
 		j.w.dups.Add(1)
 		return j.ack()
 	}
-	var act vars
-	if j.p.hasExprs(j.n.ID) {
-		if act, err = j.activation(j.p.reads(j.n.ID)); err != nil {
-			return j.evalFailed(err, -1)
-		}
-	}
 	out := json.RawMessage(payload)
 	if err := j.checkOutput(out); err != nil {
 		return j.failNode(err, -1)
 	}
-	return j.succeed(out, act)
+	return j.resumed(out)
 }
 
 // signalTimeout handles a sigtimeout token: if the execution still waits

@@ -114,13 +114,11 @@ func (j *job) wake() error {
 		j.w.dups.Add(1)
 		return j.ack()
 	}
-	var act vars
-	if j.p.hasExprs(j.n.ID) {
-		if act, err = j.activation(j.p.reads(j.n.ID)); err != nil {
-			return j.evalFailed(err, -1)
-		}
+	out := waitOutput(due)
+	if err := j.checkOutput(out); err != nil {
+		return j.failNode(err, -1)
 	}
-	return j.waited(due, act)
+	return j.resumed(out)
 }
 
 // waitDueOf returns the due time of a waiting wait execution x from its

@@ -55,8 +55,8 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 		return fs.usageError(env, "approvals takes no arguments (the run goes with --run)")
 	}
 
-	if *rf.redis == "" {
-		return fs.usageError(env, "--redis (or $WFC_REDIS) is required")
+	if code, ok := rf.needRedis(fs, env); !ok {
+		return code
 	}
 	eng, err := rf.open(ctx, env, slog.LevelWarn)
 	if err != nil {
@@ -128,8 +128,8 @@ func runApprove(ctx context.Context, env *Env, args []string) int {
 	if len(args) != 2 {
 		return fs.usageError(env, "approve takes a run id and a node")
 	}
-	if *rf.redis == "" {
-		return fs.usageError(env, "--redis (or $WFC_REDIS) is required")
+	if code, ok := rf.needRedis(fs, env); !ok {
+		return code
 	}
 	if *by == "" {
 		return fs.usageError(env, "--by is required (no $USER)")

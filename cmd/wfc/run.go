@@ -95,6 +95,15 @@ func (r runtimeFlags) check(fs *flags, env *Env) (_ *Env, code int, ok bool) {
 	return env, exitOK, true
 }
 
+// needRedis is the usage error of a command that acts on a shared Redis
+// (no embedded one: there would be nothing to act on) given none.
+func (r runtimeFlags) needRedis(fs *flags, env *Env) (code int, ok bool) {
+	if *r.redis == "" {
+		return fs.usageError(env, "--redis (or $WFC_REDIS) is required"), false
+	}
+	return exitOK, true
+}
+
 // badRetention reports a negative --retention, which means nothing.
 func (r runtimeFlags) badRetention() bool { return r.retention != nil && *r.retention < 0 }
 
@@ -795,8 +804,8 @@ func runOnRunFlags(name, doc string, setup func(fs *flags) func(ctx context.Cont
 		if len(args) != 1 {
 			return fs.usageError(env, "%s takes one run id", name)
 		}
-		if *rf.redis == "" {
-			return fs.usageError(env, "--redis (or $WFC_REDIS) is required")
+		if code, ok := rf.needRedis(fs, env); !ok {
+			return code
 		}
 		eng, err := rf.open(ctx, env, slog.LevelWarn)
 		if err != nil {

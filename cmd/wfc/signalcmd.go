@@ -46,8 +46,8 @@ func runSignal(ctx context.Context, env *Env, args []string) int {
 	if len(args) != 2 {
 		return fs.usageError(env, "signal takes a run id and a signal name")
 	}
-	if *rf.redis == "" {
-		return fs.usageError(env, "--redis (or $WFC_REDIS) is required")
+	if code, ok := rf.needRedis(fs, env); !ok {
+		return code
 	}
 	if *data != "" && *dataFile != "" {
 		return fs.usageError(env, "give --data or --data-file, not both")

@@ -107,24 +107,11 @@ func declarations(res *compiler.Result) []symbol {
 // field is named by its path from the node: "n.a.b".
 func fieldDeclarations(res *compiler.Result, n *compiler.NodeInfo) []symbol {
 	var out []symbol
-	var fields func(prefix string, fs []*ast.Field)
-	fields = func(prefix string, fs []*ast.Field) {
-		for _, f := range fs {
-			if f == nil || f.Name == nil {
-				continue
-			}
-			name := prefix + "." + f.Name.Name
-			out = append(out, symbol{kind: compiler.RefField, name: name, at: f.Name.Range, decl: true})
-			if f.Type != nil && f.Type.Name == nil {
-				fields(name, f.Type.Fields)
-			}
-		}
-	}
 	for _, it := range n.Decl.Items {
 		switch it := it.(type) {
 		case *ast.TypeBlock:
 			if it.Key.Name == "output" {
-				fields(n.ID, it.Fields)
+				out = appendFieldDecls(out, n.ID, it.Fields)
 			}
 		case *ast.ParamBlock:
 			if h := handlerOf(res.Info, n.Handler); it.Key.Name == "with" && h != nil && h.Open {
@@ -134,6 +121,22 @@ func fieldDeclarations(res *compiler.Result, n *compiler.NodeInfo) []symbol {
 					}
 				}
 			}
+		}
+	}
+	return out
+}
+
+// appendFieldDecls appends the declarations of fields fs (nested ones
+// too), named by their path from prefix: "n.a.b".
+func appendFieldDecls(out []symbol, prefix string, fs []*ast.Field) []symbol {
+	for _, f := range fs {
+		if f == nil || f.Name == nil {
+			continue
+		}
+		name := prefix + "." + f.Name.Name
+		out = append(out, symbol{kind: compiler.RefField, name: name, at: f.Name.Range, decl: true})
+		if f.Type != nil && f.Type.Name == nil {
+			out = appendFieldDecls(out, name, f.Type.Fields)
 		}
 	}
 	return out
@@ -157,22 +160,9 @@ func handlerFieldDeclarations(res *compiler.Result, h *ast.Handler) []symbol {
 		return nil
 	}
 	var out []symbol
-	var fields func(prefix string, fs []*ast.Field)
-	fields = func(prefix string, fs []*ast.Field) {
-		for _, f := range fs {
-			if f == nil || f.Name == nil {
-				continue
-			}
-			name := prefix + "." + f.Name.Name
-			out = append(out, symbol{kind: compiler.RefField, name: name, at: f.Name.Range, decl: true})
-			if f.Type != nil && f.Type.Name == nil {
-				fields(name, f.Type.Fields)
-			}
-		}
-	}
 	for _, it := range h.Items {
 		if tb, ok := it.(*ast.TypeBlock); ok && tb.Key.Name == "output" {
-			fields(user, tb.Fields)
+			out = appendFieldDecls(out, user, tb.Fields)
 		}
 	}
 	return out

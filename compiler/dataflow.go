@@ -450,18 +450,7 @@ func (s *state) onErrorPath(x, n *node) bool {
 // guardHint shows the read r of x.output guarded with has(): the whole
 // member chain that is read (x.output.a.b), not only x.output.
 func (s *state) guardHint(x *node, r read) string {
-	end := r.rng.End
-	src := s.file.Src
-	for end < len(src) && src[end] == '.' {
-		k := end + 1
-		for k < len(src) && (src[k] == '_' || src[k] >= 'a' && src[k] <= 'z' || src[k] >= 'A' && src[k] <= 'Z' || k > end+1 && src[k] >= '0' && src[k] <= '9') {
-			k++
-		}
-		if k == end+1 {
-			break
-		}
-		end = k
-	}
+	end, _ := memberChain(s.file.Src, r.rng.End)
 	return fmt.Sprintf("has(%s.output) ? %s : <fallback>", x.id, s.file.Text(source.Range{Start: r.rng.Start, End: end}))
 }
 

@@ -373,9 +373,9 @@ func (s *state) checkConfig(n *node, with *ast.ParamBlock, pts []*types.Type) {
 		if h.Builtin && h.Name == "wait" {
 			s.checkWait(n, with)
 		}
-		if h.Builtin && h.Name == "signal" && n.forEach != nil {
-			s.errorf(diag.BadValue, n.forEach.Key.Range, "handler \"signal\" cannot run per `for_each` item: the runtime parks only a task's own execution").
-				WithHint("wait for the signal in a task before or after the for_each")
+		if p, ok := parked[h.Name]; ok && h.Builtin && n.forEach != nil {
+			s.errorf(diag.BadValue, n.forEach.Key.Range, "handler %q cannot run per `for_each` item: the runtime parks only a task's own execution", h.Name).
+				WithHint(p.perItem)
 		}
 	case n.kind == "flow":
 		if n.child == nil {
@@ -412,10 +412,14 @@ func (s *state) checkWait(n *node, with *ast.ParamBlock) {
 	case 2:
 		s.errorf(diag.BadValue, anchor, "handler \"wait\" takes `for` or `until`, not both")
 	}
-	if n.forEach != nil {
-		s.errorf(diag.BadValue, n.forEach.Key.Range, "handler \"wait\" cannot run per `for_each` item: the runtime parks only a task's own execution").
-			WithHint("wait in a task before or after the for_each, or use \"sleep\" for short pauses")
-	}
+}
+
+// parked are the built-ins the runtime parks (only a task's own
+// execution can be), with what to write instead per for_each item and as
+// a compensation or the finally step.
+var parked = map[string]struct{ perItem, elsewhere string }{
+	"wait":   {"wait in a task before or after the for_each, or use \"sleep\" for short pauses", "use \"sleep\" for a short pause"},
+	"signal": {"wait for the signal in a task before or after the for_each", ""},
 }
 
 // noWait refuses the built-in wait and signal where the runtime cannot
@@ -425,12 +429,11 @@ func (s *state) noWait(handler string, run *ast.String, where string) {
 	if h == nil || !h.Builtin || run == nil {
 		return
 	}
-	switch h.Name {
-	case "wait":
-		s.errorf(diag.BadValue, run.Range, "handler \"wait\" cannot run as %s: the runtime parks only a task's own execution", where).
-			WithHint("use \"sleep\" for a short pause")
-	case "signal":
-		s.errorf(diag.BadValue, run.Range, "handler \"signal\" cannot run as %s: the runtime parks only a task's own execution", where)
+	if p, ok := parked[h.Name]; ok {
+		d := s.errorf(diag.BadValue, run.Range, "handler %q cannot run as %s: the runtime parks only a task's own execution", h.Name, where)
+		if p.elsewhere != "" {
+			d.WithHint(p.elsewhere)
+		}
 	}
 }
 

@@ -127,6 +127,9 @@ func (j *job) flow(act vars, item int) error {
 	if err != nil {
 		return j.evalFailed(what(err), item)
 	}
+	// The child's inputs are stored with it: a secret value the parent
+	// resolved must not be (a child takes a secret by its name).
+	cfg = j.w.opts.Secrets.JSON(cfg)
 	in := map[string]any{}
 	if err := json.Unmarshal(cfg, &in); err != nil {
 		return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: inputs: %v", n.Flow.Uses, err)), item)

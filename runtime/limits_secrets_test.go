@@ -313,3 +313,30 @@ func TestLimitSecretMask(t *testing.T) {
 		t.Errorf("a short env secret: %v", err)
 	}
 }
+
+// A parent that passes the value of its secret input to a child flow (as a
+// string input) does not store it in clear with the child's inputs: the
+// child gets it masked.
+func TestLimitSecretIntoChildFlow(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.Secrets = testSecrets(t) })
+		child := build(t, wfSpec{name: "kid", inputs: []ir.Input{input("s", "string")},
+			outputs: []ir.Output{output("len", "size(input.s)")},
+			nodes:   []*nodeSpec{task("work", "noop")}})
+		w := build(t, wfSpec{name: "parent", inputs: []ir.Input{input("token", ir.KindSecret, `"API_TOKEN"`)},
+			outputs:  []ir.Output{output("len", "c.output.len")},
+			children: []*ir.Workflow{child},
+			nodes:    []*nodeSpec{flowNode(t, "c", child, fwith("s", cexpr("input.token")))}})
+		st := v.run(w, nil)
+		if st.State != RunCompleted {
+			t.Fatalf("parent: %s", dump(st))
+		}
+		if keys := dumpKeys(t, v.e); strings.Contains(keys, plainSecret) {
+			t.Fatalf("the secret is stored in clear:\n%s", keys)
+		}
+		if got := string(st.Result); got != `{"len":3}` { // "***"
+			t.Errorf("result %s: the child should get the masked value", got)
+		}
+	})
+}

@@ -36,6 +36,18 @@ at most 3x, at most 2 round trips per node execution); with --check a
 missed target makes the exit code 1. The benchmark's keys get their own
 prefix and are deleted at the end.
 
+The shapes: chain, diamond and fanout are of no-op tasks; cel-chain,
+cel-diamond and cel-fanout are the same graphs of cel tasks that each read
+their parents' outputs (the fan-out's join reads all hundred); template
+renders a template of its parent's output; foreach runs 100 cel items.
+
+After the closed-loop scenarios, open-loop loads drive each --load-shapes
+shape as users do: a burst of --burst runs submitted at once, then paced
+arrivals at the --paced shares of the throughput the burst measured (its
+capacity), for --duration each. They report the run latency from a run's
+submission to its completion (p50, p95, p99), which a fixed number of runs
+in flight cannot show.
+
 Without --redis it runs on the embedded server; its figures say little.`
 
 func runBench(ctx context.Context, env *Env, args []string) int {
@@ -48,6 +60,10 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	inflight := fs.Int("inflight", 32, "runs (and reference chains) kept in flight")
 	shapes := fs.String("shapes", strings.Join(bench.Shapes, ","), "comma-separated `SHAPES` to run")
 	baseline := fs.Bool("baseline", true, "measure the raw go-redis reference and the ratios")
+	burst := fs.Int("burst", 1000, "runs of each load shape submitted at once (0: no open-loop loads)")
+	loadShapes := fs.String("load-shapes", strings.Join(bench.LoadShapes, ","), "comma-separated `SHAPES` the burst and paced loads drive")
+	paced := fs.String("paced", "0.5,0.9", "paced arrival rates after each burst, as `SHARES` of its throughput")
+	loadWorkers := fs.Int("load-workers", 1, "workers serving the open-loop loads")
 	memRuns := fs.Int("memory-runs", 500, "runs measuring Redis memory per run (0: skip)")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	check := fs.Bool("check", false, "exit 1 when a target is missed")
@@ -61,7 +77,30 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	}
 	opts := bench.Options{
 		RedisURL: *redisURL, Duration: *dur, Rounds: *rounds, Concurrency: *conc, InFlight: *inflight,
-		Baseline: *baseline, MemoryRuns: *memRuns,
+		Baseline: *baseline, MemoryRuns: *memRuns, Burst: *burst, LoadWorkers: *loadWorkers,
+	}
+	if *burst <= 0 {
+		opts.Burst = -1
+	}
+	if *loadWorkers < 1 {
+		return fs.usageError(env, "--load-workers must be at least 1")
+	}
+	for _, s := range strings.Split(*loadShapes, ",") {
+		s = strings.TrimSpace(s)
+		if _, err := bench.Workflow(s); err != nil {
+			return fs.usageError(env, "--load-shapes: %v", err)
+		}
+		opts.LoadShapes = append(opts.LoadShapes, s)
+	}
+	for _, s := range strings.Split(*paced, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f <= 0 || f > 10 {
+			return fs.usageError(env, "--paced: %q is not a share of the burst's throughput (e.g. 0.5)", s)
+		}
+		opts.Paced = append(opts.Paced, f)
 	}
 	if *memRuns <= 0 {
 		opts.MemoryRuns = -1
@@ -137,6 +176,15 @@ func writeBench(out io.Writer, rep *bench.Report) {
 				met = "MISSED"
 			}
 			fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n", r.Scenario, r.Throughput, r.P50, r.P99, r.Trips, met)
+		}
+		tw.Flush()
+	}
+	if len(rep.Loads) > 0 {
+		fmt.Fprintln(out)
+		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "open-loop load\truns\tsubmit s\truns/s\texec/s\trun p50 ms\trun p95 ms\trun p99 ms\ttrips/exec\tRedis µs/exec\tGo µs/exec\t")
+		for _, l := range rep.Loads {
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", l.Name, l.Runs, l.SubmitSecs, l.RunsPerSec, l.ExecPerSec, l.P50ms, l.P95ms, l.P99ms, l.TripsPer, cpuCell(l.RedisCPUus), cpuCell(l.GoCPUus))
 		}
 		tw.Flush()
 	}

@@ -30,15 +30,28 @@ import (
 //go:embed workflows/*.ir.json
 var workflowFS embed.FS
 
-// Shapes are the workflows the benchmark runs, all of no-op tasks: a chain
-// of ten, a diamond (one task, two in parallel, a join) and a 100-wide
-// fan-out/fan-in. Their sources are workflows/*.wf; the embedded IR is
-// built from them by `go generate` and kept equal by a test in cmd/wfc.
-var Shapes = []string{"chain", "diamond", "fanout"}
+// Shapes are the workflows the benchmark runs. Three are of no-op tasks: a
+// chain of ten, a diamond (one task, two in parallel, a join) and a
+// 100-wide fan-out/fan-in. The others do real work, as users' workflows
+// do: the same three graphs of `cel` tasks that each read their parents'
+// outputs (the fan-out's join reads all hundred), a task rendering a
+// template of its parent's output, and a for_each of 100 cel items. Their
+// sources are workflows/*.wf; the embedded IR is built from them by `go
+// generate` and kept equal by a test in cmd/wfc.
+var Shapes = []string{"chain", "diamond", "fanout", "cel-chain", "cel-diamond", "cel-fanout", "template", "foreach"}
+
+// LoadShapes are the shapes the open-loop loads (a burst, paced arrivals)
+// drive by default: the real-work diamond and chain.
+var LoadShapes = []string{"cel-diamond", "cel-chain"}
 
 //go:generate go run ../../cmd/wfc build -o workflows/chain.ir.json workflows/chain.wf
 //go:generate go run ../../cmd/wfc build -o workflows/diamond.ir.json workflows/diamond.wf
 //go:generate go run ../../cmd/wfc build -o workflows/fanout.ir.json workflows/fanout.wf
+//go:generate go run ../../cmd/wfc build -o workflows/cel-chain.ir.json workflows/cel-chain.wf
+//go:generate go run ../../cmd/wfc build -o workflows/cel-diamond.ir.json workflows/cel-diamond.wf
+//go:generate go run ../../cmd/wfc build -o workflows/cel-fanout.ir.json workflows/cel-fanout.wf
+//go:generate go run ../../cmd/wfc build -o workflows/template.ir.json workflows/template.wf
+//go:generate go run ../../cmd/wfc build -o workflows/foreach.ir.json workflows/foreach.wf
 
 // Workflow returns the IR of a benchmark shape.
 func Workflow(shape string) (*ir.Workflow, error) {
@@ -77,6 +90,19 @@ type Options struct {
 	// MemoryRuns is how many runs measure Redis memory per run: 0 means
 	// 500, a negative number skips the measurement.
 	MemoryRuns int
+	// Burst is the number of runs of each load shape submitted at once
+	// (default 1,000; negative: no open-loop loads). Paced loads follow
+	// each burst at the Paced shares of its throughput.
+	Burst int
+	// LoadShapes are the shapes driven by the burst and the paced loads
+	// (default LoadShapes).
+	LoadShapes []string
+	// Paced lists the arrival rates of the paced loads as shares of the
+	// burst's throughput, the capacity it measured (default 0.5 and 0.9).
+	Paced []float64
+	// LoadWorkers is how many workers serve the loads (default 1: one
+	// `wfc worker` at its defaults).
+	LoadWorkers int
 	// Logger receives the engine's logs (default: warnings and errors
 	// to nowhere).
 	Logger *slog.Logger
@@ -106,6 +132,18 @@ func (o *Options) defaults() {
 	if o.MemoryRuns == 0 {
 		o.MemoryRuns = 500
 	}
+	if o.Burst == 0 {
+		o.Burst = 1000
+	}
+	if len(o.LoadShapes) == 0 {
+		o.LoadShapes = LoadShapes
+	}
+	if len(o.Paced) == 0 {
+		o.Paced = []float64{0.5, 0.9}
+	}
+	if o.LoadWorkers <= 0 {
+		o.LoadWorkers = 1
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -123,6 +161,7 @@ type Report struct {
 	Scenarios []Scenario `json:"scenarios"`      // runtime measurements
 	Baselines []Baseline `json:"baselines"`      // raw go-redis reference
 	Ratios    []Ratio    `json:"ratios"`         // scenario vs reference, with targets
+	Loads     []Load     `json:"loads"`          // open-loop bursts and paced arrivals
 	Memory    []Memory   `json:"memory"`         // Redis memory per run
 	Notes     []string   `json:"notes,omitzero"` // what the figures cannot show
 }
@@ -322,6 +361,27 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 	}
+	if opts.Burst > 0 {
+		for _, shape := range opts.LoadShapes {
+			opts.Progress(fmt.Sprintf("%s: a burst of %d runs, %d worker(s)", shape, opts.Burst, opts.LoadWorkers))
+			l, err := s.Burst(ctx, shape, opts.LoadWorkers, opts.Burst)
+			if err != nil {
+				return nil, err
+			}
+			rep.Loads = append(rep.Loads, *l)
+			for _, share := range opts.Paced {
+				rate := share * l.RunsPerSec
+				opts.Progress(fmt.Sprintf("%s: %.0f runs/s (%.0f%% of the burst's throughput) for %s", shape, rate, share*100, total))
+				p, err := s.Paced(ctx, shape, opts.LoadWorkers, rate, total)
+				if err != nil {
+					return nil, err
+				}
+				p.Share = share
+				p.Name = fmt.Sprintf("%s/%dw/paced-%.0f%%", shape, opts.LoadWorkers, share*100)
+				rep.Loads = append(rep.Loads, *p)
+			}
+		}
+	}
 	if opts.MemoryRuns > 0 && s.redis != "embedded" {
 		for _, shape := range opts.Shapes {
 			opts.Progress(fmt.Sprintf("memory: %d runs of %s", opts.MemoryRuns, shape))
@@ -376,23 +436,54 @@ func (r *recorder) markSubmitted(run string, t int64) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) handler(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-	t0 := time.Now().UnixNano()
-	r.execs.Add(1)
-	out := json.RawMessage("{}") // what the built-in noop returns
-	t1 := time.Now().UnixNano()
-	r.mu.Lock()
-	rt := r.get(req.RunID)
-	rt.start[req.Node] = t0
-	rt.end[req.Node] = t1
-	r.mu.Unlock()
-	if req.Node == r.sink {
-		select {
-		case r.done <- struct{}{}:
-		default:
+// wrap replaces each named handler of reg with one that runs it and
+// records when it started and finished: the benchmark times the built-in
+// handlers themselves (noop, cel, echo), not stand-ins.
+func (r *recorder) wrap(reg *handlers.Registry, names ...string) {
+	for _, name := range names {
+		h, ok := reg.Lookup(name)
+		if !ok {
+			continue
 		}
+		reg.RegisterFunc(name, func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			t0 := time.Now().UnixNano()
+			r.execs.Add(1)
+			out, err := h.Run(ctx, req)
+			t1 := time.Now().UnixNano()
+			r.record(req, t0, t1)
+			if err == nil && req.Node == r.sink {
+				select {
+				case r.done <- struct{}{}:
+				default:
+				}
+			}
+			return out, err
+		})
 	}
-	return out, nil
+}
+
+// record keeps an execution's times: a for_each item under node#item, and
+// the node's end as its last item's, which is when its successors become
+// ready.
+func (r *recorder) record(req handlers.Request, t0, t1 int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.get(req.RunID)
+	key := req.Node
+	if req.Item >= 0 {
+		key = req.Node + "#" + strconv.Itoa(req.Item)
+		rt.end[req.Node] = max(rt.end[req.Node], t1)
+	}
+	rt.start[key] = t0
+	rt.end[key] = t1
+}
+
+// node is the node of an execution's key (node or node#item).
+func node(key string) string {
+	if i := strings.IndexByte(key, '#'); i >= 0 {
+		return key[:i]
+	}
+	return key
 }
 
 // hops returns, for every node with predecessors, the time from the last
@@ -406,9 +497,9 @@ func (r *recorder) hops(w *ir.Workflow) []float64 {
 	defer r.mu.Unlock()
 	var out []float64
 	for _, rt := range r.runs {
-		for node, start := range rt.start {
+		for key, start := range rt.start {
 			var last int64
-			for _, p := range preds[node] {
+			for _, p := range preds[node(key)] {
 				last = max(last, rt.end[p])
 			}
 			if last == 0 {
@@ -442,9 +533,9 @@ func (r *recorder) tokens(w *ir.Workflow, secs float64) float64 {
 	defer r.mu.Unlock()
 	var sum float64
 	for _, rt := range r.runs {
-		for node, start := range rt.start {
+		for key, start := range rt.start {
 			ready := start
-			if ps := preds[node]; len(ps) > 0 {
+			if ps := preds[node(key)]; len(ps) > 0 {
 				ready = 0
 				for _, p := range ps {
 					ready = max(ready, rt.end[p])
@@ -452,13 +543,16 @@ func (r *recorder) tokens(w *ir.Workflow, secs float64) float64 {
 			} else if rt.submitted > 0 && rt.submitted < start {
 				ready = rt.submitted
 			}
-			if end := rt.end[node]; ready > 0 && end >= ready {
+			if end := rt.end[key]; ready > 0 && end >= ready {
 				sum += float64(end-ready) / 1e9
 			}
 		}
 	}
 	return sum / secs
 }
+
+// timed are the handlers the benchmark's workflows run.
+var timed = []string{"noop", "cel", "echo"}
 
 func percentile(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
@@ -482,7 +576,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	want := runs
 	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, 1<<16)}
 	reg := handlers.NewRegistry(handlers.Options{})
-	reg.RegisterFunc("noop", rec.handler)
+	rec.wrap(reg, timed...)
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range workers {

@@ -37,7 +37,7 @@ func TestRun(t *testing.T) {
 	url := server(t)
 	rep, err := Run(context.Background(), Options{
 		RedisURL: url, Duration: 300 * time.Millisecond, Workers: []int{1, 2}, InFlight: 4,
-		Baseline: true, MemoryRuns: 20,
+		Baseline: true, MemoryRuns: 20, Burst: 40, Paced: []float64{0.5},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,10 @@ func TestRun(t *testing.T) {
 	if len(rep.Scenarios) != 1+2*len(Shapes) {
 		t.Fatalf("%d scenarios: %+v", len(rep.Scenarios), rep.Scenarios)
 	}
-	perRun := map[string]int64{"chain": 10, "diamond": 4, "fanout": 102}
+	perRun := map[string]int64{
+		"chain": 10, "diamond": 4, "fanout": 102,
+		"cel-chain": 10, "cel-diamond": 4, "cel-fanout": 102, "template": 3, "foreach": 102,
+	}
 	for _, s := range rep.Scenarios {
 		if s.Runs == 0 || s.Executions != int64(s.Runs)*perRun[s.Shape] {
 			t.Errorf("%s: %d executions for %d runs", s.Name, s.Executions, s.Runs)
@@ -84,6 +87,18 @@ func TestRun(t *testing.T) {
 	if len(rep.Ratios) != len(rep.Scenarios) {
 		t.Errorf("%d ratios for %d scenarios", len(rep.Ratios), len(rep.Scenarios))
 	}
+	// A burst and a paced load of each load shape, every run completed.
+	if len(rep.Loads) != 2*len(LoadShapes) {
+		t.Fatalf("loads: %+v", rep.Loads)
+	}
+	for _, l := range rep.Loads {
+		if l.Kind == "burst" && l.Runs != 40 || l.Kind == "paced" && (l.Share != 0.5 || l.Rate <= 0) {
+			t.Errorf("%s: %+v", l.Name, l)
+		}
+		if l.RunsPerSec <= 0 || l.ExecPerSec < l.RunsPerSec || l.P50ms <= 0 || l.P95ms < l.P50ms || l.P99ms < l.P95ms || l.TripsPer <= 0 || l.RedisCPUus <= 0 {
+			t.Errorf("%s: implausible figures %+v", l.Name, l)
+		}
+	}
 	if len(rep.Memory) != len(Shapes) {
 		t.Fatalf("memory: %+v", rep.Memory)
 	}
@@ -100,7 +115,10 @@ func TestRun(t *testing.T) {
 
 // TestRunEmbedded runs a scenario and the reference on the embedded server.
 func TestRunEmbedded(t *testing.T) {
-	rep, err := Run(context.Background(), Options{Duration: 200 * time.Millisecond, Workers: []int{1}, InFlight: 2, Shapes: []string{"diamond"}, Baseline: true})
+	rep, err := Run(context.Background(), Options{
+		Duration: 200 * time.Millisecond, Workers: []int{1}, InFlight: 2, Shapes: []string{"diamond"}, Baseline: true,
+		Burst: 20, LoadShapes: []string{"foreach"}, Paced: []float64{0.5},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +127,9 @@ func TestRunEmbedded(t *testing.T) {
 	}
 	if len(rep.Scenarios) != 1 || rep.Scenarios[0].Executions != 4*int64(rep.Scenarios[0].Runs) || len(rep.Ratios) != 1 {
 		t.Errorf("embedded report: %+v", rep)
+	}
+	if len(rep.Loads) != 2 || rep.Loads[0].Runs != 20 || rep.Loads[0].ExecPerSec < 102*rep.Loads[0].RunsPerSec*0.99 {
+		t.Errorf("embedded loads: %+v", rep.Loads)
 	}
 }
 
@@ -127,6 +148,8 @@ func BenchmarkRuntime(b *testing.B) {
 		{"chain", 1, 1}, {"chain", 1, 32}, {"chain", 4, 32},
 		{"diamond", 1, 32}, {"diamond", 4, 32},
 		{"fanout", 1, 32}, {"fanout", 4, 32},
+		{"cel-chain", 1, 1}, {"cel-chain", 1, 32}, {"cel-diamond", 1, 32}, {"cel-diamond", 4, 32},
+		{"cel-fanout", 1, 32}, {"template", 1, 32}, {"foreach", 1, 32},
 	} {
 		b.Run(c.shape+"/"+itoa(c.workers)+"w/"+itoa(c.inflight), func(b *testing.B) {
 			sc, err := s.Scenario(context.Background(), c.shape, c.workers, c.inflight, max(b.N, c.inflight))
@@ -139,6 +162,29 @@ func BenchmarkRuntime(b *testing.B) {
 			b.ReportMetric(sc.TripsPer, "trips/exec")
 			b.ReportMetric(sc.RedisCPUus, "redis-µs/exec")
 			b.ReportMetric(sc.GoCPUus, "go-µs/exec")
+		})
+	}
+}
+
+// BenchmarkBurst submits b.N runs of a load shape at once to one worker
+// (ns/op is per run) and reports the run latency, submission to
+// completion.
+func BenchmarkBurst(b *testing.B) {
+	url := os.Getenv("WFC_BENCH_REDIS")
+	if url == "" {
+		url = server(b)
+	}
+	s := open(b, url, time.Second)
+	for _, shape := range LoadShapes {
+		b.Run(shape, func(b *testing.B) {
+			l, err := s.Burst(context.Background(), shape, 1, max(b.N, 10))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(l.RunsPerSec, "runs/s")
+			b.ReportMetric(l.P50ms, "run-p50-ms")
+			b.ReportMetric(l.P99ms, "run-p99-ms")
+			b.ReportMetric(l.TripsPer, "trips/exec")
 		})
 	}
 }
@@ -184,6 +230,15 @@ func TestBadLoads(t *testing.T) {
 	}
 	if _, err := s.Baseline(ctx, 0, 1, 0); err == nil {
 		t.Error("a reference without consumers ran")
+	}
+	if _, err := s.Burst(ctx, "cel-diamond", 1, 0); err == nil {
+		t.Error("a burst of no runs ran")
+	}
+	if _, err := s.Burst(ctx, "cel-diamond", 0, 1); err == nil {
+		t.Error("a burst without workers ran")
+	}
+	if _, err := s.Paced(ctx, "cel-diamond", 1, 0, 0); err == nil {
+		t.Error("paced arrivals at rate 0 ran")
 	}
 	if _, err := s.Memory(ctx, "chain", 0); err == nil {
 		t.Error("memory of zero runs was measured")

@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	wfrt "github.com/wfc-lang/wfc/runtime"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// A Load is a shape driven open-loop, as users drive a deployment: a burst
+// of runs submitted at once, or runs arriving at a paced rate, whatever
+// the workers' progress. It reports the run latency, from a run's
+// submission to its completion, next to the throughput: the closed-loop
+// scenarios keep a fixed number of runs in flight and cannot show a burst
+// whose runs all finish at its end.
+type Load struct {
+	Name    string `json:"name"` // shape/Nw/burst or shape/Nw/paced-NN%
+	Shape   string `json:"shape"`
+	Workers int    `json:"workers"`
+	Kind    string `json:"kind"` // "burst" or "paced"
+	Runs    int    `json:"runs"`
+	// Rate is the paced load's offered arrivals per second; Share the
+	// share of the burst's throughput (the measured capacity) it is.
+	Rate       float64 `json:"rate_per_s,omitzero"`
+	Share      float64 `json:"share,omitzero"`
+	Seconds    float64 `json:"seconds"`    // from the first submission until the last run completed
+	SubmitSecs float64 `json:"submit_s"`   // from the first submission until the last
+	RunsPerSec float64 `json:"runs_per_s"` // completed runs per second
+	ExecPerSec float64 `json:"exec_per_s"` // node executions per second
+	P50ms      float64 `json:"run_p50_ms"` // run latency: submitted -> completed
+	P95ms      float64 `json:"run_p95_ms"`
+	P99ms      float64 `json:"run_p99_ms"`
+	TripsPer   float64 `json:"trips_per_exec"` // worker round trips to Redis per node execution
+	RedisCPUus float64 `json:"redis_cpu_us_per_exec,omitzero"`
+	GoCPUus    float64 `json:"go_cpu_us_per_exec,omitzero"`
+}
+
+// Burst submits runs runs of a shape at once (from eight submitters, as
+// fast as the submitting engine goes) to workers workers, and measures until
+// the last completed.
+func (b *Session) Burst(ctx context.Context, shape string, workers, runs int) (*Load, error) {
+	if runs < 1 {
+		return nil, fmt.Errorf("bench: a burst needs at least one run (got %d)", runs)
+	}
+	return b.openLoop(ctx, shape, workers, runs, 0)
+}
+
+// Paced submits runs of a shape at rate runs per second for dur (0: the
+// session's duration; open loop: a run is submitted at its time whether or not the
+// earlier ones finished) to workers workers, and measures until the last
+// completed.
+func (b *Session) Paced(ctx context.Context, shape string, workers int, rate float64, dur time.Duration) (*Load, error) {
+	if rate <= 0 {
+		return nil, fmt.Errorf("bench: paced arrivals need a positive rate (got %v)", rate)
+	}
+	if dur <= 0 {
+		dur = b.opts.Duration
+	}
+	runs := max(1, int(rate*dur.Seconds()))
+	return b.openLoop(ctx, shape, workers, runs, time.Duration(float64(time.Second)/rate))
+}
+
+// openLoop submits runs runs, the i-th at start + i*gap (a gap of 0: all at
+// once), and waits for every one to complete.
+func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int, gap time.Duration) (*Load, error) {
+	if workers < 1 {
+		return nil, fmt.Errorf("bench: a load needs at least one worker (got %d)", workers)
+	}
+	w, err := Workflow(shape)
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, runs+8)}
+	reg := handlers.NewRegistry(handlers.Options{})
+	rec.wrap(reg, timed...)
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range workers {
+		wk := b.wk.NewWorker(wfrt.WorkerOptions{Handlers: reg, Concurrency: b.opts.Concurrency, ShutdownGrace: -1})
+		wg.Add(1)
+		go func() { defer wg.Done(); wk.Run(wctx) }()
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	// Warm up the workers and the graph cache with a few runs, not measured.
+	var warm []string
+	for range 4 {
+		id, err := b.sub.Submit(ctx, w, nil)
+		if err != nil {
+			return nil, err
+		}
+		warm = append(warm, id)
+	}
+	if _, err := b.waitAll(ctx, warm); err != nil {
+		return nil, err
+	}
+	rec.execs.Store(0)
+	for len(rec.done) > 0 {
+		<-rec.done
+	}
+
+	info0, cpu0 := redisInfo(ctx, b.rdb), processCPU()
+	trips0 := b.wk.RoundTrips()
+	ids := make([]string, runs)
+	submitted := make([]time.Time, runs)
+	start := time.Now()
+	var (
+		mu     sync.Mutex
+		next   int
+		subErr error
+		subs   sync.WaitGroup
+	)
+	submitters := 8
+	if gap > 0 {
+		// Paced: one submitter per arrival slot would be a thundering herd;
+		// a few keep to the schedule even when one submission is slow.
+		submitters = 4
+	}
+	for range submitters {
+		subs.Add(1)
+		go func() {
+			defer subs.Done()
+			for {
+				mu.Lock()
+				i := next
+				if i >= runs || subErr != nil {
+					mu.Unlock()
+					return
+				}
+				next++
+				mu.Unlock()
+				if gap > 0 {
+					sleep(ctx, time.Until(start.Add(time.Duration(i)*gap)))
+				}
+				t0 := time.Now()
+				id, err := b.sub.Submit(ctx, w, nil)
+				mu.Lock()
+				ids[i], submitted[i] = id, t0
+				if err != nil && subErr == nil {
+					subErr = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	subs.Wait()
+	if subErr != nil {
+		return nil, subErr
+	}
+	submitSecs := time.Since(start).Seconds()
+	// Redis CPU and round trips are taken when every run's last node ran,
+	// before the reads of the runs' states below (not the workload's).
+	wctx2, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	for range runs {
+		select {
+		case <-rec.done:
+		case <-wctx2.Done():
+			return nil, fmt.Errorf("bench: %d runs of %s did not finish in 5 minutes", runs, shape)
+		}
+	}
+	info1, cpu1 := redisInfo(ctx, b.rdb), processCPU()
+	nTrips := b.wk.RoundTrips() - trips0
+	nExecs := rec.execs.Load()
+	// Every run must complete; its latency is from its submission to the
+	// completion the run's state records.
+	lat := make([]float64, 0, runs)
+	var last time.Time
+	for i, id := range ids {
+		st, err := b.sub.Wait(wctx2, id)
+		if err != nil {
+			return nil, fmt.Errorf("bench: waiting for run %s: %w", id, err)
+		}
+		if st.State != wfrt.RunCompleted {
+			return nil, fmt.Errorf("bench: run %s ended %s: %s", id, st.State, st.Error)
+		}
+		if st.Ended.After(last) {
+			last = st.Ended
+		}
+		lat = append(lat, max(0, float64(st.Ended.Sub(submitted[i]))/1e6))
+	}
+	slices.Sort(lat)
+	secs := last.Sub(start).Seconds()
+	if secs <= 0 {
+		secs = time.Since(start).Seconds()
+	}
+	l := &Load{
+		Shape: shape, Workers: workers, Kind: "burst", Runs: runs, Seconds: secs, SubmitSecs: submitSecs,
+		RunsPerSec: float64(runs) / secs, ExecPerSec: float64(nExecs) / secs,
+		P50ms: percentile(lat, 0.50), P95ms: percentile(lat, 0.95), P99ms: percentile(lat, 0.99),
+		TripsPer:   div(float64(nTrips), float64(nExecs)),
+		RedisCPUus: div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6,
+		GoCPUus:    div(cpu1-cpu0, float64(nExecs)) * 1e6,
+	}
+	l.Name = fmt.Sprintf("%s/%dw/burst%d", shape, workers, runs)
+	if gap > 0 {
+		l.Kind, l.Rate = "paced", float64(time.Second)/float64(gap)
+		l.Name = fmt.Sprintf("%s/%dw/paced%.0f", shape, workers, l.Rate)
+	}
+	return l, nil
+}

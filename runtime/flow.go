@@ -161,9 +161,17 @@ func (j *job) flow(act vars, item int) error {
 		return err // the message stays pending and is handled again
 	}
 	// A parent cancelled while the child was being submitted: its cancel
-	// may not have seen the child.
-	if st, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), runField("status")).Result(); err == nil && st != RunRunning {
-		j.w.eng.cancelRun(j.ctx, id, "parent run "+j.tok.Run+" is "+st)
+	// may not have seen the child. Nor may a join first that cancelled the
+	// execution meanwhile (its unchild token may have come first).
+	if v, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), runField("status"), j.x).Result(); err == nil {
+		st, _ := v[0].(string)
+		xs, _ := v[1].(string)
+		switch {
+		case st != RunRunning:
+			j.w.eng.cancelRun(j.ctx, id, "parent run "+j.tok.Run+" is "+st)
+		case item < 0 && xs == NodeCancelled:
+			j.w.eng.cancelRun(j.ctx, id, "a join first of parent run "+j.tok.Run+" ran first")
+		}
 	}
 	j.w.applied.Add(1)
 	return j.ack()
@@ -261,6 +269,25 @@ func (j *job) childErr(err error, item int) error {
 		return fmt.Errorf("item %d: %w", item, err)
 	}
 	return err
+}
+
+// unchild handles an unchild token: a join first cancelled a flow node's
+// execution while it waited on its child run (lib.lua's cancellosers),
+// and the child run goes too, with its own children, as a cancelled
+// parent's would. The child's end then queues a child token that finds
+// the execution cancelled and changes nothing.
+func (j *job) unchild() error {
+	x := execKey(j.tok.Node, j.tok.Iter)
+	v, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), x, "fl|"+x).Result()
+	if err != nil {
+		return err
+	}
+	st, _ := v[0].(string)
+	child, _ := v[1].(string)
+	if st == NodeCancelled && child != "" {
+		j.w.eng.cancelRun(j.ctx, child, "a join first of parent run "+j.tok.Run+" ran first")
+	}
+	return j.ack()
 }
 
 // cancelRun cancels a running run and its children, logging what fails

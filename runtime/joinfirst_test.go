@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,5 +308,82 @@ func TestJoinFirstChildLoses(t *testing.T) {
 			t.Fatalf("the child's late end changed the parent:\n%s\n---\n%s", before, after)
 		}
 		close(v.unblock)
+	})
+}
+
+// A flow node's timeout bounds its child: the attempt's child is
+// cancelled (with its own child) when it passes, the attempt fails with
+// code timeout, and retry starts a new child, which here finishes in
+// time. Without attempts left the node fails with code timeout. The
+// cancelled children's late ends change nothing.
+func TestFlowTimeoutBoundsChild(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		var calls atomic.Int64
+		v.reg.RegisterFunc("first_slow", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			if calls.Add(1) == 1 {
+				<-ctx.Done() // the first child blocks until it is cancelled
+				return nil, ctx.Err()
+			}
+			return req.Config, nil
+		})
+		v.worker()
+		inner := childWF(t, "inner", "first_slow")
+		mid := build(t, wfSpec{name: "mid", inputs: []ir.Input{input("n", "int")}, children: []*ir.Workflow{inner},
+			outputs: []ir.Output{output("doubled", "sub.output.doubled")},
+			nodes:   []*nodeSpec{flowNode(t, "sub", inner, fwith("n", cexpr("input.n")))}})
+		w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{mid}, outputs: []ir.Output{output("got", "m.output.doubled")},
+			nodes: []*nodeSpec{flowNode(t, "m", mid, fwith("n", konst("4")), timeout(800), retry(2, "fixed", 10))}})
+		start := time.Now()
+		st := v.run(w, nil)
+		if st.State != RunCompleted || string(st.Result) != `{"got":8}` || time.Since(start) > 15*time.Second {
+			t.Fatalf("%s", dump(st))
+		}
+		var first string
+		for c, x := range st.Children {
+			if x == "m" && c != st.Nodes["m"].Child {
+				first = c
+			}
+		}
+		if first == "" || len(st.Children) != 2 {
+			t.Fatalf("children %v", st.Children)
+		}
+		fst := v.wait(first)
+		if fst.State != RunCancelled || !strings.Contains(fst.Error, "the timeout of 800ms of flow node m") {
+			t.Fatalf("the timed-out child: %s", dump(fst))
+		}
+		if ist := v.wait(fst.Nodes["sub"].Child); ist.State != RunCancelled {
+			t.Fatalf("the timed-out child's child: %s", ist.State)
+		}
+		evs, _ := v.e.Events(v.ctx, st.RunID)
+		var retried bool
+		for _, ev := range evs {
+			if ev.Type == "node.retry" && strings.Contains(ev.Fields["error"], "attempt timed out after 800ms: child run "+first+" cancelled") {
+				retried = true
+			}
+		}
+		if !retried {
+			t.Fatalf("no retry for the timeout: %s", dump(evs))
+		}
+		if tm := timersOf(v, st.RunID); len(tm) > 1 { // the second attempt's, due later: a no-op then
+			t.Fatalf("timers: %v", tm)
+		}
+
+		// No attempt left: the node fails with code timeout.
+		calls.Store(0) // its first call blocks again
+		w = build(t, wfSpec{name: "parent2", children: []*ir.Workflow{inner},
+			nodes: []*nodeSpec{flowNode(t, "c", inner, fwith("n", konst("1")), timeout(300))}})
+		st = v.run(w, nil)
+		if st.State != RunFailed || st.Nodes["c"].Code != handlers.CodeTimeout {
+			t.Fatalf("%s", dump(st))
+		}
+		if cst := v.wait(st.Nodes["c"].Child); cst.State != RunCancelled {
+			t.Fatalf("child %s", cst.State)
+		}
+		before := stateOf(v, st.RunID)
+		time.Sleep(200 * time.Millisecond)
+		if after := stateOf(v, st.RunID); after != before {
+			t.Fatalf("the child's late end changed the parent")
+		}
 	})
 }

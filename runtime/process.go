@@ -158,6 +158,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.wake()
 	case "child":
 		return j.childDone()
+	case "flowtimeout":
+		return j.flowTimeout()
 	case "escalate":
 		return j.escalate()
 	case "signal":

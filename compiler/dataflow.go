@@ -327,8 +327,8 @@ func (s *state) dataflow() {
 			} else if len(x.onError) > 0 {
 				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s may have failed (it has on_error) when %s runs; guard the read with has(%s.output)", x.id, n.id, x.id).
 					WithHint(s.guardHint(x, r)), x, r, er.expr)
-			} else if n.join == ir.JoinAny {
-				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s joins with `any` and may run before %s has finished; guard the read with has(%s.output)", n.id, x.id, x.id), x, r, er.expr)
+			} else if n.join == ir.JoinAny || n.join == ir.JoinFirst {
+				s.guardFix(s.errorf(diag.MaybeSkipped, r.rng, "%s joins with `%s` and may run before %s has finished; guard the read with has(%s.output)", n.id, n.join, x.id, x.id), x, r, er.expr)
 			}
 		}
 	}
@@ -470,8 +470,11 @@ func (s *state) joins() {
 			continue
 		}
 		nd := s.nodes[i]
-		if ji.Mode == ir.JoinAny && ji.Conditional == ji.Expect && !ji.Covered {
-			s.errorf(diag.JoinAllSkippable, nd.ident.Range, "%s joins with `any`, but every incoming edge may deliver a skip token: it may never run", nd.id)
+		if (ji.Mode == ir.JoinAny || ji.Mode == ir.JoinFirst) && ji.Conditional == ji.Expect && !ji.Covered {
+			s.errorf(diag.JoinAllSkippable, nd.ident.Range, "%s joins with `%s`, but every incoming edge may deliver a skip token: it may never run", nd.id, ji.Mode)
+		}
+		if ji.Mode == ir.JoinFirst {
+			s.firstJoin(nd, &w.Nodes[i])
 		}
 	}
 }

@@ -458,6 +458,9 @@ func (s *state) skeleton() *ir.Workflow {
 	}
 	for _, n := range s.nodes {
 		in := ir.Node{ID: n.id, Type: n.kind, Join: n.join}
+		if n.forEach != nil {
+			in.ForEach = &ir.ForEach{} // (for ir.FirstJoinProblem: only its presence)
+		}
 		if n.when != nil {
 			in.When = &ir.Expr{CEL: n.when.Text}
 		}

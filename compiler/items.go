@@ -97,11 +97,11 @@ func (s *state) nodeItems(n *node) {
 	n.after = d.After
 	if d.Join != nil {
 		switch d.Join.Name {
-		case ir.JoinAll, ir.JoinAny, ir.JoinSettled:
+		case ir.JoinAll, ir.JoinAny, ir.JoinSettled, ir.JoinFirst:
 			n.join = d.Join.Name
 		default:
-			bad := s.errorf(diag.BadValue, d.Join.Range, "join mode must be `all`, `any` or `settled`, found `%s`", d.Join.Name)
-			s.didYouMean(bad, d.Join.Range, d.Join.Name, []string{ir.JoinAll, ir.JoinAny, ir.JoinSettled})
+			bad := s.errorf(diag.BadValue, d.Join.Range, "join mode must be `all`, `any`, `settled` or `first`, found `%s`", d.Join.Name)
+			s.didYouMean(bad, d.Join.Range, d.Join.Name, []string{ir.JoinAll, ir.JoinAny, ir.JoinSettled, ir.JoinFirst})
 		}
 	}
 	seen := map[string]ast.Item{}

@@ -583,7 +583,44 @@ func (g *graph) joinInfo(i int, maySkip []bool, covered bool) *JoinInfo {
 		}
 	}
 	ji.Covered = covered
+	if ji.Mode == JoinFirst {
+		ji.Cancels = g.ids(g.cancelSet(i))
+	}
 	return ji
+}
+
+// cancelSet returns the nodes whose every outgoing forward edge leads to
+// join j or to another such node — the nodes that only feed j — in order.
+// Once j fires, nothing they do matters to anyone else, so a join first
+// cancels their pending work (JoinInfo.Cancels). A goal node is needed for
+// itself and never belongs. Walking the order backwards sees each node's
+// successors first.
+func (g *graph) cancelSet(j int) []int {
+	goal := map[string]bool{}
+	for _, id := range g.w.Goals {
+		goal[id] = true
+	}
+	in := make([]bool, len(g.w.Nodes))
+	var out []int
+	for k := len(g.order) - 1; k >= 0; k-- {
+		a := g.order[k]
+		if a == j || g.pos[a] >= g.pos[j] || len(g.out[a]) == 0 || goal[g.w.Nodes[a].ID] {
+			continue
+		}
+		only := true
+		for _, ei := range g.out[a] {
+			if t := g.edges[ei].to; t != j && !in[t] {
+				only = false
+				break
+			}
+		}
+		if only {
+			in[a] = true
+			out = append(out, a)
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // loopBody returns the nodes on forward paths from loop node i's back_to
@@ -724,4 +761,41 @@ func (h *minHeap) pop() int {
 	}
 	*h = a
 	return x
+}
+
+// FirstJoinProblem says why the runtime cannot run node n of the analyzed
+// workflow w as a join first, or returns "": it does not cancel work
+// inside loops (the join in a loop body, or a loop node or a loop body
+// node among those it cancels) nor a for_each node's items (a for_each
+// node among them). The compiler reports it (WF4007) and Validate refuses
+// it.
+func FirstJoinProblem(w *Workflow, n *Node) string {
+	if n == nil || n.Join != JoinFirst || n.JoinInfo == nil {
+		return ""
+	}
+	body := map[string]string{}
+	for i := range w.Nodes {
+		for _, b := range w.Nodes[i].LoopBody {
+			if _, ok := body[b]; !ok {
+				body[b] = w.Nodes[i].ID
+			}
+		}
+	}
+	if l, ok := body[n.ID]; ok {
+		return fmt.Sprintf("%s is in the body of loop %s: a join first cannot run inside a loop body", n.ID, l)
+	}
+	for _, c := range n.JoinInfo.Cancels {
+		cn := w.Node(c)
+		switch {
+		case cn == nil:
+			return fmt.Sprintf("it would cancel %s, which is not a node", c)
+		case cn.Loop != nil:
+			return fmt.Sprintf("it would cancel %s, a loop: a join first cannot cancel a loop", c)
+		case body[c] != "":
+			return fmt.Sprintf("it would cancel %s, in the body of loop %s: a join first cannot cancel a loop", c, body[c])
+		case cn.ForEach != nil:
+			return fmt.Sprintf("it would cancel %s, a for_each node: a join first cannot cancel a for_each node's items", c)
+		}
+	}
+	return ""
 }

@@ -36,6 +36,7 @@ const (
 	JoinAll     = "all"     // run when every incoming edge delivered a real token; skip at the first skip
 	JoinAny     = "any"     // run on the first real token
 	JoinSettled = "settled" // wait for a token on every incoming edge; run if any is real (BPMN's inclusive join)
+	JoinFirst   = "first"   // run on the first real token, as any, and cancel the pending work of JoinInfo.Cancels
 )
 
 // Retry backoff kinds.
@@ -236,7 +237,7 @@ type Node struct {
 	Dispatch   *Dispatch `json:"dispatch,omitempty"`
 	With       []Param   `json:"with,omitempty"`
 	OutputType *Type     `json:"output_type,omitempty"`
-	Join       string    `json:"join"`           // JoinAll, JoinAny or JoinSettled
+	Join       string    `json:"join"`           // JoinAll, JoinAny, JoinSettled or JoinFirst
 	When       *Expr     `json:"when,omitempty"` // false => the node is skipped
 	ForEach    *ForEach  `json:"for_each,omitempty"`
 	Retry      *Retry    `json:"retry,omitempty"`
@@ -439,6 +440,11 @@ type JoinInfo struct {
 	// gets a real token: they cover every outcome of a branch's rules and
 	// else, or of a source such as one with on_error (docs/ir.md).
 	Covered bool `json:"covered,omitempty"`
+	// Cancels, for a join first: the nodes whose every forward path leads
+	// to this node and nowhere else (its exclusive ancestors), in Order,
+	// goal nodes and their ancestors excepted. When the join fires their
+	// pending work is useless, and the runtime cancels it in the same step.
+	Cancels []string `json:"cancels,omitempty"`
 }
 
 // An EdgeRef represents one incoming edge of a join.

@@ -391,8 +391,8 @@ func (v *validator) node(i int, seen map[string]bool) {
 	if n.OutputType != nil {
 		v.typ(p.at("/output_type"), n.OutputType, 1)
 	}
-	if n.Join != JoinAll && n.Join != JoinAny && n.Join != JoinSettled {
-		v.addf(p.at("/join"), "invalid join %q (want all, any or settled)", n.Join)
+	if n.Join != JoinAll && n.Join != JoinAny && n.Join != JoinSettled && n.Join != JoinFirst {
+		v.addf(p.at("/join"), "invalid join %q (want all, any, settled or first)", n.Join)
 	}
 	if n.When != nil {
 		v.expr(p.at("/when"), n.When)
@@ -890,6 +890,28 @@ func (v *validator) graph() {
 	}
 	if terminals == 0 {
 		v.addf(at("/nodes"), "no terminal node: every node has a forward successor")
+	}
+	v.firstJoins()
+}
+
+// firstJoins refuses the join first nodes the runtime cannot run
+// (FirstJoinProblem), on an analyzed copy of the graph: Validate does not
+// trust the derived fields it was given.
+func (v *validator) firstJoins() {
+	if v.g.cycle != nil || len(v.g.errs) > 0 || !slices.ContainsFunc(v.w.Nodes, func(n Node) bool { return n.Join == JoinFirst }) {
+		return
+	}
+	c := &Workflow{Nodes: make([]Node, len(v.w.Nodes)), Edges: v.w.Edges, Goals: v.w.Goals}
+	for i, n := range v.w.Nodes {
+		c.Nodes[i] = Node{ID: n.ID, Join: n.Join, Loop: n.Loop, ForEach: n.ForEach}
+	}
+	if analyze(c) != nil {
+		return
+	}
+	for i := range c.Nodes {
+		if why := FirstJoinProblem(c, &c.Nodes[i]); why != "" {
+			v.addf(at("/nodes").idx(i).at("/join"), "join first: %s", why)
+		}
 	}
 }
 

@@ -409,7 +409,7 @@ func TestValidateReportsAll(t *testing.T) {
 	w.Edges[0].Kind = "bogus"
 	want := []Problem{
 		{"/name", "missing workflow name"},
-		{"/nodes/0/join", `invalid join "some" (want all, any or settled)`},
+		{"/nodes/0/join", `invalid join "some" (want all, any, settled or first)`},
 		{"/edges/0/kind", `invalid edge kind "bogus"`},
 	}
 	if diff := cmp.Diff(want, Validate(w)); diff != "" {

@@ -462,7 +462,7 @@ func (p *parser) recoverNode(toks []lexer.Token, i, j int) ast.Item {
 	}
 	if k < j && toks[k].Value == "join" {
 		if k+1 >= j || toks[k+1].Type != tIdent {
-			return bad(toks[k+1], fmt.Sprintf("expected a join mode (all or any) after \"join\" in %s, found %s", what, describe(&toks[k+1])))
+			return bad(toks[k+1], fmt.Sprintf("expected a join mode (all, any, settled or first) after \"join\" in %s, found %s", what, describe(&toks[k+1])))
 		}
 		n.Join = p.ident(toks[k+1])
 		k += 2

@@ -102,7 +102,7 @@ func TestRecoveryCases(t *testing.T) {
 }`, []string{
 			`2:8 WF0001 expected a name after "task", found "{"`,
 			`3:16 WF0001 expected a node name after "after" in task b, found "{"`,
-			`4:15 WF0001 expected a join mode (all or any) after "join" in task c, found "{"`,
+			`4:15 WF0001 expected a join mode (all, any, settled or first) after "join" in task c, found "{"`,
 			`5:19 WF0001 expected a node name after "," in task d, found "{"`,
 			`6:18 WF0001 expected "{" to start the body of task e, found "b"`,
 		}, "BAD BAD:b BAD:c BAD:d BAD:e f"},

@@ -77,7 +77,7 @@ func TestCompletion(t *testing.T) {
 		{"after", "workflow w {\n  task a { run \"noop\" }\n  task x { run \"noop\" }\n  task b after |{ run \"noop\" }\n}", []string{"a", "x"}, []string{"b", "run"}},
 		{"after, second id", "workflow w {\n  task a { run \"noop\" }\n  task x { run \"noop\" }\n  task b after a, |\n}", []string{"x"}, []string{"a", "b"}},
 		{"after the node id", "workflow w {\n  task a { run \"noop\" }\n  task b |\n}", []string{"after", "join"}, nil},
-		{"join mode", "workflow w {\n  task a { run \"noop\" }\n  task b after a join |{ run \"noop\" }\n}", []string{"all", "any", "settled"}, nil},
+		{"join mode", "workflow w {\n  task a { run \"noop\" }\n  task b after a join |{ run \"noop\" }\n}", []string{"all", "any", "settled", "first"}, nil},
 		{"loop node fields", "workflow w {\n  task a {\n    run \"cel\"\n    with { n = 1 }\n    loop { while output.n < 3  max 5 }\n  }\n  task b after a { run \"cel\"  with { x = a.| } }\n}", []string{"output", "iteration"}, nil},
 		{"on_error node fields", "workflow w {\n  task a { run \"noop\"  on_error => b }\n  task b { run \"cel\"  with { x = a.| } }\n}", []string{"output", "error"}, []string{"iteration"}},
 		{"plain node fields", "workflow w {\n  task a { run \"noop\" }\n  task b after a { run \"cel\"  with { x = a.| } }\n}", []string{"output"}, []string{"iteration", "error"}},

@@ -72,6 +72,8 @@ func joinRule(n *compiler.NodeInfo) string {
 	switch n.Join {
 	case "any":
 		return fmt.Sprintf("**join any**: runs at the first real token from %s; later tokens are ignored. Skipped if none sends one.", list("or"))
+	case "first":
+		return fmt.Sprintf("**join first**: runs at the first real token from %s and cancels the pending work of the other paths into it; later tokens are ignored. Skipped if none sends one.", list("or"))
 	case "settled":
 		return fmt.Sprintf("**join settled**: waits until %s have all settled, then runs if at least one sent a real token (else it is skipped).", list("and"))
 	}

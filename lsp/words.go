@@ -116,7 +116,7 @@ var blockItems = map[string][]word{
 var enumValues = map[string][]string{
 	"backoff":    {"fixed", "linear", "exponential"},
 	"on_timeout": {"approve", "reject", "fail"},
-	"join":       {"all", "any", "settled"},
+	"join":       {"all", "any", "settled", "first"},
 }
 
 // typeNames are the names of types (docs/language.md §5.1).

@@ -36,6 +36,9 @@ const (
 	// ApprovalClosed: the run ended (cancelled, failed, deadline) or was
 	// retried before a decision; nobody can decide it any more.
 	ApprovalClosed = "closed"
+	// ApprovalCancelled: a join first that it fed ran first (docs/waiting.md,
+	// "Races"); a later decision is refused.
+	ApprovalCancelled = "cancelled"
 )
 
 // CodeRejected is the error code of a human node whose approval was

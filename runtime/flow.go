@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -137,14 +138,23 @@ func (j *job) flow(act vars, item int) error {
 	id := childRunID(j.w.ks, j.tok.Run, j.x, j.tok.Gen, attempt, item)
 	b := j.base()
 	b.Msg = nil // acknowledged below, once the child is submitted
+	// The node's timeout bounds each attempt's child: a flowtimeout
+	// token, due then, cancels it (flowTimeout).
+	var due int64
+	if n.TimeoutMS > 0 {
+		due = nowMS() + n.TimeoutMS
+	}
 	reply, err := j.w.st.call(j.ctx, "flow", j.ref, struct {
 		base
-		Node  string `json:"node"`
-		Iter  string `json:"iter"`
-		Gen   int    `json:"gen"`
-		Item  int    `json:"item"`
-		Child string `json:"child"`
-	}{b, j.tok.Node, j.tok.Iter, j.tok.Gen, item, id})
+		Node    string `json:"node"`
+		Iter    string `json:"iter"`
+		Gen     int    `json:"gen"`
+		Item    int    `json:"item"`
+		Child   string `json:"child"`
+		Hop     int    `json:"hop"`
+		Attempt int    `json:"attempt"`
+		Due     int64  `json:"due"`
+	}{b, j.tok.Node, j.tok.Iter, j.tok.Gen, item, id, j.tok.Hop, attempt, due})
 	if err != nil {
 		return fmt.Errorf("flow %s: %w", j.x, err)
 	}
@@ -161,9 +171,17 @@ func (j *job) flow(act vars, item int) error {
 		return err // the message stays pending and is handled again
 	}
 	// A parent cancelled while the child was being submitted: its cancel
-	// may not have seen the child.
-	if st, err := j.w.st.rdb.HGet(j.ctx, j.w.ks.state(j.tok.Run), runField("status")).Result(); err == nil && st != RunRunning {
-		j.w.eng.cancelRun(j.ctx, id, "parent run "+j.tok.Run+" is "+st)
+	// may not have seen the child. Nor may a join first that cancelled the
+	// execution meanwhile (its unchild token may have come first).
+	if v, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), runField("status"), j.x).Result(); err == nil {
+		st, _ := v[0].(string)
+		xs, _ := v[1].(string)
+		switch {
+		case st != RunRunning:
+			j.w.eng.cancelRun(j.ctx, id, "parent run "+j.tok.Run+" is "+st)
+		case item < 0 && xs == NodeCancelled:
+			j.w.eng.cancelRun(j.ctx, id, "a join first of parent run "+j.tok.Run+" ran first")
+		}
 	}
 	j.w.applied.Add(1)
 	return j.ack()
@@ -180,32 +198,12 @@ func (j *job) childDone() error {
 	if j.n.Flow == nil {
 		return j.ack()
 	}
-	if item < 0 {
-		vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), j.x, "fl|"+j.x).Result()
-		if err != nil && err != redis.Nil {
-			return err
-		}
-		if st, _ := vals[0].(string); st != NodeWaiting || vals[1] != id {
+	if ok, err := j.waitsOn(id, item, attempt); err != nil || !ok {
+		if err == nil {
 			j.w.dups.Add(1)
-			return j.ack()
+			err = j.ack()
 		}
-	} else {
-		pipe := j.w.st.rdb.Pipeline()
-		stc := pipe.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x)
-		itc := pipe.HMGet(j.ctx, j.w.ks.items(j.tok.Run), fmt.Sprintf("%s|s|%d", j.x, item), fmt.Sprintf("%s|a|%d", j.x, item))
-		if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
-			return err
-		}
-		vals := itc.Val()
-		ist, _ := vals[0].(string)
-		ia, _ := vals[1].(string)
-		if ia == "" {
-			ia = "1"
-		}
-		if stc.Val() != NodeRunning || (ist != "queued" && ist != "retrying") || ia != strconv.Itoa(attempt) {
-			j.w.dups.Add(1)
-			return j.ack()
-		}
+		return err
 	}
 	m, err := j.w.st.meta(j.ctx, id)
 	if errors.Is(err, ErrUnknownRun) {
@@ -242,6 +240,32 @@ func (j *job) childDone() error {
 	return j.resumed(out)
 }
 
+// waitsOn reports whether the execution (item -1) or the for_each item
+// still waits on child run id, of this attempt.
+func (j *job) waitsOn(id string, item, attempt int) (bool, error) {
+	if item < 0 {
+		vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), j.x, "fl|"+j.x).Result()
+		if err != nil && err != redis.Nil {
+			return false, err
+		}
+		st, _ := vals[0].(string)
+		return st == NodeWaiting && vals[1] == id, nil
+	}
+	pipe := j.w.st.rdb.Pipeline()
+	stc := pipe.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x)
+	itc := pipe.HMGet(j.ctx, j.w.ks.items(j.tok.Run), fmt.Sprintf("%s|s|%d", j.x, item), fmt.Sprintf("%s|a|%d", j.x, item))
+	if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
+		return false, err
+	}
+	vals := itc.Val()
+	ist, _ := vals[0].(string)
+	ia, _ := vals[1].(string)
+	if ia == "" {
+		ia = "1"
+	}
+	return stc.Val() == NodeRunning && (ist == "queued" || ist == "retrying") && ia == strconv.Itoa(attempt), nil
+}
+
 // resumed routes a parked execution (a child flow's, a signal task's, a
 // wait task's) that ends with out: loop and branch see the node's
 // activation, bound only when it has expressions.
@@ -261,6 +285,63 @@ func (j *job) childErr(err error, item int) error {
 		return fmt.Errorf("item %d: %w", item, err)
 	}
 	return err
+}
+
+// flowTimeout handles a flowtimeout token: the node's timeout passed while
+// its attempt (or an item's) waited on its child run. If the execution (or
+// item) still waits on that child, the child run is cancelled with its
+// children and the attempt fails with code timeout, so retry starts a new
+// child; else (the child ended first, a duplicate) it is acknowledged. The
+// cancelled child's end then finds the attempt over and changes nothing.
+func (j *job) flowTimeout() error {
+	item := j.tok.Item
+	attempt := max(j.tok.Attempt, 1)
+	if j.n.Flow == nil {
+		return j.ack()
+	}
+	id := childRunID(j.w.ks, j.tok.Run, j.x, j.tok.Gen, attempt, item)
+	d := time.Duration(j.n.TimeoutMS) * time.Millisecond
+	ok, err := j.waitsOn(id, item, attempt)
+	if err != nil {
+		return err
+	}
+	if ok {
+		// The attempt fails first, so that the child token of the
+		// cancelled child finds it over (a child token taken in between
+		// fails it with code flow instead: one of the two applies).
+		ferr := handlers.Errorf(handlers.CodeTimeout, true, "attempt timed out after %s: child run %s cancelled", d, id)
+		if err := j.handlerFailed(j.childErr(ferr, item), item); err != nil {
+			return err
+		}
+	} else {
+		j.w.dups.Add(1)
+		if err := j.ack(); err != nil {
+			return err
+		}
+	}
+	// Also when the attempt was over already (a redelivery after a crash
+	// before this cancel): a child that ended is left as it is.
+	j.w.eng.cancelRun(j.ctx, id, fmt.Sprintf("the timeout of %s of flow node %s of parent run %s passed", d, j.x, j.tok.Run))
+	return nil
+}
+
+// unchild handles an unchild token: a join first cancelled a flow node's
+// execution while it waited on its child run (lib.lua's cancellosers),
+// and the child run goes too, with its own children, as a cancelled
+// parent's would. The child's end then queues a child token that finds
+// the execution cancelled and changes nothing.
+func (j *job) unchild() error {
+	x := execKey(j.tok.Node, j.tok.Iter)
+	v, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), x, "fl|"+x).Result()
+	if err != nil {
+		return err
+	}
+	st, _ := v[0].(string)
+	child, _ := v[1].(string)
+	if st == NodeCancelled && child != "" {
+		j.w.eng.cancelRun(j.ctx, child, "a join first of parent run "+j.tok.Run+" ran first")
+	}
+	return j.ack()
 }
 
 // cancelRun cancels a running run and its children, logging what fails

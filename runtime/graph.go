@@ -24,7 +24,10 @@ type gnode struct {
 	Q    string      `json:"q"`              // queue of the node's tokens
 	Out  [][2]string `json:"out,omitempty"`  // outgoing forward edges [to, kind]
 	In   [][2]string `json:"in,omitempty"`   // incoming forward edges [from, kind], joins only
-	Join string      `json:"join,omitempty"` // "all", "any" or "settled", joins only
+	Join string      `json:"join,omitempty"` // "all", "any", "settled" or "first", joins only
+	// Cancel: a join first's JoinInfo.Cancels, the nodes whose pending
+	// work its firing cancels (lib.lua's cancellosers).
+	Cancel []string `json:"cancel,omitempty"`
 	// NS: the number of distinct sources of In, when fewer than len(In)
 	// (a routing node with several edges to the node: at most one of them
 	// is real). A join all runs when every source sent a real token.
@@ -98,7 +101,8 @@ func (p *plan) simpleSuccessors(id string) ([]simpleSucc, bool) {
 				// general path, whose dispatch sees the first arrival.
 				// So does a join all with a source of several edges (its
 				// fast-path count is of edges, its rule of sources).
-				if e[1] != ir.EdgeAfter || t == nil || len(t.Loops) > 0 || seen[e[0]] || t.NS != 0 {
+				// So does a join first: its firing cancels (lib.lua).
+				if e[1] != ir.EdgeAfter || t == nil || len(t.Loops) > 0 || seen[e[0]] || t.NS != 0 || t.Join == ir.JoinFirst {
 					list = nil
 					break
 				}
@@ -202,6 +206,9 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 			}
 			if len(srcs) < len(g.In) {
 				g.NS = len(srcs)
+			}
+			if g.Join == ir.JoinFirst {
+				g.Cancel = n.JoinInfo.Cancels
 			}
 		}
 		p.graph[n.ID] = g

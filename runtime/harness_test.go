@@ -392,7 +392,7 @@ func (v *env) check(run string) {
 		}
 		for x, ns := range st.Nodes {
 			switch ns.State {
-			case NodeCompleted, NodeSkipped, NodeFailed:
+			case NodeCompleted, NodeSkipped, NodeFailed, NodeCancelled:
 			default:
 				v.t.Errorf("completed run has node %s in state %s", x, ns.State)
 			}

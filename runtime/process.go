@@ -104,6 +104,11 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return err
 	}
 	j.m, j.ref = m, m.ref()
+	if tok.Kind == "unchild" {
+		// A join first cancelled the execution (lib.lua's cancellosers):
+		// its child run goes, whatever the parent's state now.
+		return j.unchild()
+	}
 	if tok.Kind == "orphans" {
 		// The run ended (lib.lua's endrun): its children still running
 		// run for nothing.
@@ -153,6 +158,8 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		return j.wake()
 	case "child":
 		return j.childDone()
+	case "flowtimeout":
+		return j.flowTimeout()
 	case "escalate":
 		return j.escalate()
 	case "signal":

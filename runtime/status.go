@@ -28,6 +28,7 @@ const (
 	NodeCompleted = "completed" // ran; has an output
 	NodeSkipped   = "skipped"   // did not run (false when, or only skips arrived)
 	NodeFailed    = "failed"    // failed after its attempts
+	NodeCancelled = "cancelled" // a join first ran first: its pending work was cancelled, or it will never run (docs/waiting.md, "Races")
 	NodeWaiting   = "waiting"   // a human node's approval waits for a decision, or a wait task for its time (docs/waiting.md)
 )
 
@@ -307,6 +308,12 @@ func (ev Event) Transitions() []Transition {
 		ts = append(ts, Transition{Exec: f["x"], State: NodeWaiting})
 	case "node.failed":
 		ts = append(ts, Transition{Exec: f["x"], State: NodeFailed, Error: f["error"], Code: f["code"]})
+	case "join.cancelled":
+		for _, x := range strings.Split(f["cancelled"], ",") {
+			if x != "" {
+				ts = append(ts, Transition{Exec: x, State: NodeCancelled})
+			}
+		}
 	case "node.retry":
 		if f["item"] == "-1" { // a for_each item's retry leaves its node running
 			a, _ := strconv.Atoi(f["attempt"])

@@ -980,15 +980,24 @@ func (w *Worker) heartbeat(ctx context.Context, f *flight) {
 		return
 	}
 	if f.tok.Run != "" {
-		st, err := w.st.rdb.HGet(ctx, w.ks.state(f.tok.Run), runField("status")).Result()
+		// With the run's status, an exec token's execution state: a join
+		// first may have cancelled it (docs/waiting.md, "Races").
+		v, err := w.st.rdb.HMGet(ctx, w.ks.state(f.tok.Run), runField("status"), execKey(f.tok.Node, f.tok.Iter)).Result()
 		want := RunRunning
 		if f.tok.Kind == "comp" {
 			want = RunFailed
 		}
-		if err == nil && st != want {
-			f.cancel(errRunEnded)
-			f.done = true
-			return
+		if st, ok := v[0].(string); err == nil && ok {
+			xs, _ := v[1].(string)
+			if st != want || f.tok.Kind == "exec" && xs == NodeCancelled {
+				cause := errRunEnded
+				if st == want {
+					cause = errExecCancelled
+				}
+				f.cancel(cause)
+				f.done = true
+				return
+			}
 		}
 	}
 	owned, err := w.st.scripts["heartbeat"].Run(ctx, w.st.rdb, []string{f.stream}, Group, w.opts.Consumer, f.m.ID).Int()
@@ -1006,6 +1015,10 @@ func (w *Worker) heartbeat(ctx context.Context, f *flight) {
 
 // errRunEnded cancels a handler whose run is no longer running.
 var errRunEnded = errors.New("the run ended")
+
+// errExecCancelled cancels a handler whose execution a join first
+// cancelled (its completion would change nothing).
+var errExecCancelled = errors.New("a join first cancelled the execution")
 
 // trim deletes the acknowledged entries at the head of a queue stream: it
 // never trims at or above the oldest pending entry nor the group's last

@@ -66,7 +66,7 @@ keywords.json: types.")
   "The literals.
 keywords.json: literals.")
 (defconst wf-mode-join-modes
-  '("all" "any" "settled")
+  '("all" "any" "settled" "first")
   "The values of join.
 keywords.json: joinModes.")
 (defconst wf-mode-backoffs

@@ -170,6 +170,13 @@ const (
 	// node: branch rules, agent routes, approval and rejection, success and
 	// on_error), so it can never run.
 	JoinExclusive Code = "WF4006"
+	// JoinFirstLoop: a `join first` the runtime cannot run: in a loop body,
+	// or the nodes it would cancel (those that only feed it) hold a loop,
+	// a loop body's node or a for_each node.
+	JoinFirstLoop Code = "WF4007"
+	// JoinFirstNothing: a `join first` that has nothing to cancel: every
+	// node before it also feeds another node, so it is a `join any`.
+	JoinFirstNothing Code = "WF4008"
 )
 
 // Optimiser: WF5xxx.
@@ -253,6 +260,8 @@ var all = []CodeInfo{
 	{MaybeSkipped, Warning, "output of a node that may be skipped"},
 	{JoinSingle, Warning, "join on a node with one input"},
 	{JoinExclusive, Error, "join all can never run"},
+	{JoinFirstLoop, Error, "join first cannot cancel this"},
+	{JoinFirstNothing, Warning, "join first cancels nothing"},
 
 	{DeadNode, Warning, "node removed: never runs"},
 	{ConstCondition, Warning, "constant condition"},

@@ -86,7 +86,7 @@ end
 if r[1] ~= 'running' then call('XACK', qmsg, GROUP, mid); return 'inactive' end
 if stale then call('XACK', qmsg, GROUP, mid); return 'stale' end
 local cur = r[9]
-if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' then
+if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' or cur == 'cancelled' then
   call('XACK', qmsg, GROUP, mid)
   return 'dup'
 end

@@ -44,6 +44,9 @@ do
       if d.outcome == 'timed_out' then
         return fail('approval ' .. dx .. ' of run ' .. RUN .. ' is closed: it timed out')
       end
+      if d.outcome == 'cancelled' then
+        return fail('approval ' .. dx .. ' of run ' .. RUN .. ' is closed: it was cancelled (' .. d.comment .. ')')
+      end
       return fail('approval ' .. dx .. ' of run ' .. RUN .. ' is closed: already ' .. d.outcome .. ' by ' .. d.by)
     end
     return fail('approval ' .. dx .. ' of run ' .. RUN .. ' is closed')

@@ -8,7 +8,12 @@
 -- node.waiting (an item's: item.flow). It does not acknowledge the
 -- message: the worker does, once the child is submitted (a redelivery
 -- submits the same child again, a no-op).
--- A: node, iter, gen, item, child.
+-- With a due time (the node's timeout: due > 0), a token of kind
+-- flowtimeout for this attempt (and item) goes into the node queue's
+-- timers, once, when the child is first recorded: when it comes due on an
+-- execution still waiting on that child, a worker cancels the child and
+-- fails the attempt with code timeout (flow.go).
+-- A: node, iter, gen, item, child, hop, attempt, due (ms; 0: no timeout).
 local st = header()
 if not st then return fail('unknown run ' .. RUN) end
 local g = gnode(A.node)
@@ -22,6 +27,9 @@ if A.item >= 0 then
   if cur ~= 'running' or (ist ~= 'queued' and ist ~= 'retrying') then return 'dup' end
   if redis.call('HSETNX', STATE, 'ch|' .. A.child, x .. '#' .. A.item) == 1 then
     redis.call('HSET', STATE, 'run|kids', '1')
+    if (A.due or 0) > 0 then
+      redis.call('ZADD', qtimers(g.q), A.due, token('flowtimeout', A.node, A.iter, A.hop, A.attempt, A.item))
+    end
     event('item.flow', 0, 'x', x, 'item', A.item, 'child', A.child)
   end
   return 'ok'
@@ -29,5 +37,8 @@ end
 if cur == 'waiting' and redis.call('HGET', STATE, 'fl|' .. x) == A.child then return 'ok' end
 if cur ~= 'queued' and cur ~= 'running' and cur ~= 'retrying' then return 'dup' end
 redis.call('HSET', STATE, x, 'waiting', 'fl|' .. x, A.child, 'ch|' .. A.child, x, 'run|kids', '1')
+if (A.due or 0) > 0 then
+  redis.call('ZADD', qtimers(g.q), A.due, token('flowtimeout', A.node, A.iter, A.hop, A.attempt, -1))
+end
 event('node.waiting', 0, 'x', x, 'child', A.child)
 return 'ok'

@@ -242,6 +242,64 @@ local function skipnode(n, vec, hop)
   route(n, vec, hop, {})
 end
 
+-- cancellosers: join first j has just fired (docs/waiting.md, "Races"):
+-- the pending work of the nodes that only feed it (graph field cancel,
+-- ir's join_info.cancels; all outside loops, and none a for_each node:
+-- ir.FirstJoinProblem) is of no use any more. Each such execution that is
+-- queued, running, retrying or waiting becomes cancelled and gives back
+-- its counter unit; its timers go (a retry's exec token, a wait's wake, an
+-- approval's timeout and escalate, a signal's sigtimeout), an approval is
+-- closed as cancelled (a decision is refused), a signal wait leaves the
+-- waiters, and a child run is cancelled by the worker that takes an
+-- unchild token (flow.go). A node not reached yet becomes cancelled too,
+-- so that it never runs. A late token or completion of any of them finds
+-- a terminal state and changes nothing. One event, join.cancelled, lists
+-- them (field cancelled) with the counter delta.
+local function cancellosers(j, jg)
+  local list, units = {}, 0
+  for _, id in ipairs(jg.cancel or {}) do
+    local x = id
+    local cur = redis.call('HGET', STATE, x)
+    if not cur then
+      redis.call('HSET', STATE, x, 'cancelled')
+      list[#list + 1] = x
+    elseif cur == 'queued' or cur == 'running' or cur == 'retrying' or cur == 'waiting' then
+      local g = gnode(id)
+      local f = redis.call('HMGET', STATE, 'hop|' .. x, 'att|' .. x, 'wt|' .. x, 'ap|' .. x, 'sw|' .. x, 'fl|' .. x)
+      local hop = f[1] or '1'
+      if cur == 'retrying' and f[2] then
+        redis.call('ZREM', qtimers(g.q), token('exec', id, '', hop, f[2], -1))
+      elseif cur == 'waiting' then
+        if f[3] then
+          redis.call('ZREM', qtimers(g.q), token('wake', id, '', hop, 1, -1))
+        elseif f[4] then
+          local r = cjson.decode(f[4])
+          local h = r.hop or hop
+          redis.call('ZREM', qtimers(g.q), token('timeout', id, '', h, 1, -1), token('escalate', id, '', h, 1, -1))
+          redis.call('HSET', STATE, 'ad|' .. x, cjson.encode({outcome = 'cancelled', by = '',
+            comment = 'join ' .. j .. ' ran first', at = tonumber(NOW)}))
+        elseif f[5] then
+          local r = cjson.decode(f[5])
+          local sk = 'sq|' .. r.name .. '|' .. r.corr
+          local wl = redis.call('HGET', STATE, sk)
+          if wl then
+            local keep = {}
+            for _, w in ipairs(cjson.decode(wl)) do if w ~= x then keep[#keep + 1] = w end end
+            if #keep == 0 then redis.call('HDEL', STATE, sk) else redis.call('HSET', STATE, sk, cjson.encode(keep)) end
+          end
+          redis.call('ZREM', qtimers(g.q), token('sigtimeout', id, '', r.hop, r.att, -1))
+        elseif f[6] then
+          redis.call('XADD', qstream(g.q), '*', 't', token('unchild', id, '', hop, 1, -1))
+        end
+      end
+      redis.call('HSET', STATE, x, 'cancelled')
+      units = units + 1
+      list[#list + 1] = x
+    end
+  end
+  if #list > 0 then event('join.cancelled', -units, 'x', j, 'cancelled', table.concat(list, ',')) end
+end
+
 local function joincount(to, g, vec)
   local n, r = 0, 0
   for _, e in ipairs(g['in']) do
@@ -275,9 +333,12 @@ local function arrive(to, vec, from, kind, real, hop)
   else
     n, r = joincount(to, g, vec)
   end
-  if g.join == 'any' then
+  if g.join == 'any' or g.join == 'first' then
     if real then
-      if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then dispatch(to, vec, hop + 1) end
+      if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then
+        dispatch(to, vec, hop + 1)
+        if g.join == 'first' then cancellosers(jk, g) end
+      end
     elseif n >= #ins and r == 0 then
       if redis.call('HSETNX', STATE, jk .. '|#f', '1') == 1 then skipnode(to, vec, hop) end
     end
@@ -418,5 +479,5 @@ local function compensating(idx)
 end
 
 local function terminal(st)
-  return st == 'completed' or st == 'skipped' or st == 'failed'
+  return st == 'completed' or st == 'skipped' or st == 'failed' or st == 'cancelled'
 end

@@ -77,7 +77,7 @@ syn match wfType #\.\@1<!\<\%(string\|int\|number\|bool\|duration\|any\|list\|ma
 " literals: literals
 syn match wfLiteral #\.\@1<!\<\%(true\|false\|null\)\>#
 " values of join: joinModes
-syn match wfJoinMode #\%(\<join\s\+\)\@20<=\%(all\|any\|settled\)\>#
+syn match wfJoinMode #\%(\<join\s\+\)\@20<=\%(all\|any\|settled\|first\)\>#
 " values of backoff: backoff
 syn match wfBackoff #\%(\<backoff\s\+\)\@20<=\%(fixed\|linear\|exponential\)\>#
 " values of on_timeout: onTimeout

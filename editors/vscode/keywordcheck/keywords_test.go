@@ -270,7 +270,7 @@ func TestKeywordsMatchCompiler(t *testing.T) {
 	wantOneOf(t, "types (typeDepth)", kw.group(t, "types"), stringLists(funcDecl(t, declare, "typeDepth")))
 
 	// Exported constants of the IR.
-	wantSame(t, "joinModes vs ir.Join*", kw.group(t, "joinModes"), []string{ir.JoinAll, ir.JoinAny, ir.JoinSettled})
+	wantSame(t, "joinModes vs ir.Join*", kw.group(t, "joinModes"), []string{ir.JoinAll, ir.JoinAny, ir.JoinSettled, ir.JoinFirst})
 	wantSame(t, "backoff vs ir.Backoff*", kw.group(t, "backoff"), []string{ir.BackoffFixed, ir.BackoffLinear, ir.BackoffExponential})
 	wantSame(t, "onTimeout vs ir.Timeout*", kw.group(t, "onTimeout"), []string{ir.TimeoutApprove, ir.TimeoutReject, ir.TimeoutFail})
 	wantSame(t, "types vs ir.Kind*", kw.group(t, "types"), []string{ir.KindString, ir.KindInt, ir.KindNumber, ir.KindBool, ir.KindDuration, ir.KindAny, ir.KindList, ir.KindMap, ir.KindSecret})

@@ -334,6 +334,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix, codeActionKindFixAll}},
 			FoldingRangeProvider:       true,
 			SelectionRangeProvider:     true,
+			CallHierarchyProvider:      true,
 			SignatureHelpProvider:      &protocol.SignatureHelpOptions{TriggerCharacters: signatureTriggers, RetriggerCharacters: []string{")"}},
 			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
 			WorkspaceSymbolProvider:    true,
@@ -431,6 +432,15 @@ func (s *server) protocolHandler() *protocol.Handler {
 		},
 		TextDocumentSelectionRange: func(_ *glsp.Context, p *protocol.SelectionRangeParams) ([]protocol.SelectionRange, error) {
 			return s.selectionRanges(p)
+		},
+		TextDocumentPrepareCallHierarchy: func(_ *glsp.Context, p *protocol.CallHierarchyPrepareParams) ([]protocol.CallHierarchyItem, error) {
+			return s.prepareCallHierarchy(p) // calls.go
+		},
+		CallHierarchyIncomingCalls: func(_ *glsp.Context, p *protocol.CallHierarchyIncomingCallsParams) ([]protocol.CallHierarchyIncomingCall, error) {
+			return s.incomingCalls(p)
+		},
+		CallHierarchyOutgoingCalls: func(_ *glsp.Context, p *protocol.CallHierarchyOutgoingCallsParams) ([]protocol.CallHierarchyOutgoingCall, error) {
+			return s.outgoingCalls(p)
 		},
 		TextDocumentSignatureHelp: func(_ *glsp.Context, p *protocol.SignatureHelpParams) (*protocol.SignatureHelp, error) {
 			return s.signatureHelp(p)

@@ -80,6 +80,7 @@ type server struct {
 
 	hierarchicalSymbols bool
 	watchFiles          bool          // the client can register a file watcher (workspace.go)
+	snippets            bool          // the client takes completion snippets (snippets.go)
 	compileSlots        chan struct{} // bounds the diagnostics compilations running at once
 	roots               []string      // workspace folders: where a handler rename looks for uses
 	clientPID           atomic.Int64
@@ -306,6 +307,9 @@ func (s *server) initialize(raw json.RawMessage) any {
 		s.hierarchicalSymbols = false
 	}
 	s.roots = rootsOf(&p)
+	if td := p.Capabilities.TextDocument; td != nil && td.Completion != nil && td.Completion.CompletionItem != nil && td.Completion.CompletionItem.SnippetSupport != nil {
+		s.snippets = *td.Completion.CompletionItem.SnippetSupport
+	}
 	if ws := p.Capabilities.Workspace; ws != nil && ws.DidChangeWatchedFiles != nil && ws.DidChangeWatchedFiles.DynamicRegistration != nil {
 		s.watchFiles = *ws.DidChangeWatchedFiles.DynamicRegistration
 	}

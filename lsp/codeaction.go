@@ -7,6 +7,7 @@ import (
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 
+	"github.com/wfc-lang/wfc/compiler"
 	"github.com/wfc-lang/wfc/lang/diag"
 	"github.com/wfc-lang/wfc/lang/source"
 )
@@ -51,7 +52,7 @@ func (s *server) codeActions(p *protocol.CodeActionParams) (any, error) {
 			}
 			pd := toProtocolDiagnostic(snap, res, d)
 			for _, fx := range d.Fixes {
-				if !inFile(snap, fx.Span) {
+				if !inFile(snap, fx.Span) || !snap.fixIsSafe(res, fx) {
 					continue
 				}
 				preferred := len(d.Fixes) == 1
@@ -67,7 +68,7 @@ func (s *server) codeActions(p *protocol.CodeActionParams) (any, error) {
 		}
 	}
 	if fixAll {
-		if a := fixAllAction(snap, res.Diags); a != nil {
+		if a := fixAllAction(snap, res, res.Diags); a != nil {
 			out = append(out, *a)
 		}
 	}
@@ -90,10 +91,10 @@ func inFile(snap *snapshot, sp source.Span) bool {
 // exactly one (two fixes, such as `join settled` or `join any`, are a
 // choice for the user). A fix whose range overlaps one already taken is
 // left for a second "fix all": the edits of one action must not overlap.
-func fixAllAction(snap *snapshot, diags []diag.Diagnostic) *protocol.CodeAction {
+func fixAllAction(snap *snapshot, res *compiler.Result, diags []diag.Diagnostic) *protocol.CodeAction {
 	var fixes []diag.Fix
 	for _, d := range diags {
-		if len(d.Fixes) != 1 || !inFile(snap, d.Span) || !inFile(snap, d.Fixes[0].Span) {
+		if len(d.Fixes) != 1 || !inFile(snap, d.Span) || !inFile(snap, d.Fixes[0].Span) || !snap.fixIsSafe(res, d.Fixes[0]) {
 			continue
 		}
 		fixes = append(fixes, d.Fixes[0])

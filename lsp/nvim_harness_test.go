@@ -2,7 +2,6 @@ package lsp
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,13 +153,4 @@ func runNvim(t *testing.T, files map[string]string, body string, result any) str
 		t.Fatalf("bad result %s: %v", raw, err)
 	}
 	return dir
-}
-
-// luaString quotes s as a Lua string literal.
-func luaString(s string) string {
-	b, _ := json.Marshal(s) // JSON escapes are valid Lua escapes for ASCII and \uXXXX is not used below 0x80
-	if strings.Contains(string(b), `\u`) {
-		panic(fmt.Sprintf("luaString: %q needs a \\u escape", s))
-	}
-	return string(b)
 }

@@ -239,3 +239,14 @@ func TestCodeActionDropsFixThatBreaks(t *testing.T) {
 		t.Errorf("fix all = %+v", all)
 	}
 }
+
+func TestOldOffset(t *testing.T) {
+	edits := []byteEdit{{start: 10, end: 12, text: "abcd"}, {start: 20, end: 20, text: "xyz"}} // +2, then +3
+	for _, tc := range []struct{ in, want int }{
+		{5, 5}, {10, 10}, {13, 10}, {14, 12}, {21, 19}, {22, 20}, {24, 20}, {25, 20}, {26, 21},
+	} {
+		if got := oldOffset(edits, tc.in); got != tc.want {
+			t.Errorf("oldOffset(%d) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	protocol "github.com/tliron/glsp/protocol_3_16"
 
+	"github.com/wfc-lang/wfc/compiler"
 	"github.com/wfc-lang/wfc/lang/diag"
 	"github.com/wfc-lang/wfc/lang/source"
 )
@@ -38,6 +39,7 @@ func (s *server) codeActions(p *protocol.CodeActionParams) (any, error) {
 	}
 	res := snap.result()
 	out := []protocol.CodeAction{}
+	checks := maxFixChecks // compilations left for this request (fixcheck.go)
 	if quick {
 		want := snap.m.ByteRange(p.Range)
 		kind := protocol.CodeActionKindQuickFix
@@ -54,6 +56,12 @@ func (s *server) codeActions(p *protocol.CodeActionParams) (any, error) {
 				if !inFile(snap, fx.Span) {
 					continue
 				}
+				if checks > 0 {
+					checks--
+					if !snap.fixIsSafe(res, fx) {
+						continue
+					}
+				}
 				preferred := len(d.Fixes) == 1
 				edit := protocol.TextEdit{Range: spanRange(snap.m, fx.Span), NewText: fx.NewText}
 				out = append(out, protocol.CodeAction{
@@ -67,7 +75,7 @@ func (s *server) codeActions(p *protocol.CodeActionParams) (any, error) {
 		}
 	}
 	if fixAll {
-		if a := fixAllAction(snap, res.Diags); a != nil {
+		if a := fixAllAction(snap, res, res.Diags, &checks); a != nil {
 			out = append(out, *a)
 		}
 	}
@@ -90,7 +98,7 @@ func inFile(snap *snapshot, sp source.Span) bool {
 // exactly one (two fixes, such as `join settled` or `join any`, are a
 // choice for the user). A fix whose range overlaps one already taken is
 // left for a second "fix all": the edits of one action must not overlap.
-func fixAllAction(snap *snapshot, diags []diag.Diagnostic) *protocol.CodeAction {
+func fixAllAction(snap *snapshot, res *compiler.Result, diags []diag.Diagnostic, checks *int) *protocol.CodeAction {
 	var fixes []diag.Fix
 	for _, d := range diags {
 		if len(d.Fixes) != 1 || !inFile(snap, d.Span) || !inFile(snap, d.Fixes[0].Span) {
@@ -98,6 +106,43 @@ func fixAllAction(snap *snapshot, diags []diag.Diagnostic) *protocol.CodeAction 
 		}
 		fixes = append(fixes, d.Fixes[0])
 	}
+	edits, bytes, titles := mergeFixes(snap, fixes)
+	if len(edits) == 0 {
+		return nil
+	}
+	if !snap.editsAreSafe(res, bytes) {
+		// One of them brings an error: keep those that do not, each
+		// checked alone (a bounded number of compilations).
+		var safe []diag.Fix
+		for _, fx := range fixes {
+			if *checks <= 0 {
+				break
+			}
+			*checks--
+			if snap.fixIsSafe(res, fx) {
+				safe = append(safe, fx)
+			}
+		}
+		edits, _, titles = mergeFixes(snap, safe)
+		if len(edits) == 0 {
+			return nil
+		}
+	}
+	kind := codeActionKindFixAll
+	title := "Fix all: " + titles[0]
+	if len(titles) > 1 {
+		title = "Fix all (" + strconv.Itoa(len(titles)) + " fixes)"
+	}
+	return &protocol.CodeAction{
+		Title: title,
+		Kind:  &kind,
+		Edit:  &protocol.WorkspaceEdit{Changes: map[string][]protocol.TextEdit{snap.uri: edits}},
+	}
+}
+
+// mergeFixes orders fixes and makes them one set of edits that do not
+// overlap (as protocol edits and as byte edits), with their titles.
+func mergeFixes(snap *snapshot, fixes []diag.Fix) ([]protocol.TextEdit, []byteEdit, []string) {
 	slices.SortStableFunc(fixes, func(a, b diag.Fix) int {
 		if c := a.Span.Start.Offset - b.Span.Start.Offset; c != 0 {
 			return c
@@ -105,6 +150,7 @@ func fixAllAction(snap *snapshot, diags []diag.Diagnostic) *protocol.CodeAction 
 		return a.Span.End.Offset - b.Span.End.Offset
 	})
 	var edits []protocol.TextEdit
+	var bytes []byteEdit
 	var titles []string
 	end := -1
 	var last *diag.Fix
@@ -129,25 +175,15 @@ func fixAllAction(snap *snapshot, diags []diag.Diagnostic) *protocol.CodeAction 
 				text = ", " + strings.TrimPrefix(text, " after ")
 			}
 			edits[len(edits)-1].NewText += text
+			bytes[len(bytes)-1].text += text
 			titles = append(titles, fx.Title)
 			continue
 		}
 		edits = append(edits, protocol.TextEdit{Range: spanRange(snap.m, fx.Span), NewText: fx.NewText})
+		bytes = append(bytes, byteEdit{fx.Span.Start.Offset, fx.Span.End.Offset, fx.NewText})
 		titles = append(titles, fx.Title)
 		end = max(end, fx.Span.End.Offset)
 		last = fx
 	}
-	if len(edits) == 0 {
-		return nil
-	}
-	kind := codeActionKindFixAll
-	title := "Fix all: " + titles[0]
-	if len(titles) > 1 {
-		title = "Fix all (" + strconv.Itoa(len(titles)) + " fixes)"
-	}
-	return &protocol.CodeAction{
-		Title: title,
-		Kind:  &kind,
-		Edit:  &protocol.WorkspaceEdit{Changes: map[string][]protocol.TextEdit{snap.uri: edits}},
-	}
+	return edits, bytes, titles
 }

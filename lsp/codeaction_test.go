@@ -204,3 +204,49 @@ func TestCodeActionNoConfigFixForRunSet(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeActionDropsFixThatBreaks: the compiler's hint for WF4003 is
+// `after sales`, but nurture and sales are the exclusive targets of one
+// branch, so that would make nurture's join unsatisfiable (WF4006). The
+// server compiles the fixed text first and does not offer the fix; a fix
+// that is right in the same file (report) is still offered.
+func TestCodeActionDropsFixThatBreaks(t *testing.T) {
+	src := "workflow w {\n  task score {\n    run \"cel\"\n    with { big = true }\n    branch {\n      when output.big => sales\n      else => nurture\n    }\n  }\n" +
+		"  task sales { run \"echo\"  with { m = \"x\" } }\n  task nurture { run \"echo\"  with { s = sales.output.m } }\n  task report { run \"echo\"  with { s = sales.output.m } }\n}\n"
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	uri := "file:///drop.wf"
+	c.open(uri, src)
+	ds := c.diagnostics(uri, 1)
+	n := 0
+	for _, d := range ds {
+		if d.Code == "WF4003" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("want two WF4003 diagnostics, got %+v", ds)
+	}
+	var titles []string
+	for _, a := range fileActions(c, uri, src) {
+		titles = append(titles, a.Title)
+	}
+	if len(titles) != 1 || titles[0] != "Add `after sales` to report" {
+		t.Errorf("quick fixes = %q, want only the one for report", titles)
+	}
+	all := fileActions(c, uri, src, "source.fixAll")
+	if len(all) != 1 || !strings.Contains(all[0].Title, "report") {
+		t.Errorf("fix all = %+v", all)
+	}
+}
+
+func TestOldOffset(t *testing.T) {
+	edits := []byteEdit{{start: 10, end: 12, text: "abcd"}, {start: 20, end: 20, text: "xyz"}} // +2, then +3
+	for _, tc := range []struct{ in, want int }{
+		{5, 5}, {10, 10}, {13, 10}, {14, 12}, {21, 19}, {22, 20}, {24, 20}, {25, 20}, {26, 21},
+	} {
+		if got := oldOffset(edits, tc.in); got != tc.want {
+			t.Errorf("oldOffset(%d) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}

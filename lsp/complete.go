@@ -40,7 +40,7 @@ func (s *server) completion(p *protocol.CompletionParams) (any, error) {
 		}
 		return protocol.CompletionList{Items: items}, nil
 	}
-	items := complete(snap, info, off, trigger)
+	items := complete(snap, info, off, trigger, s.snippets)
 	return protocol.CompletionList{IsIncomplete: false, Items: items}, nil
 }
 
@@ -74,6 +74,8 @@ type cursor struct {
 	allowed bool // the current context may answer the trigger
 
 	g *nodeGraph // built on first use (rank.go)
+
+	snippets bool // the client takes snippet syntax (snippets.go)
 }
 
 // A frame is an open bracket of the local text, or the container itself.
@@ -87,8 +89,8 @@ type frame struct {
 	boundary int      // index of the first token of the current item
 }
 
-func complete(snap *snapshot, info *compiler.Info, off int, trigger string) []protocol.CompletionItem {
-	c := &cursor{src: snap.src(), m: snap.m, f: snap.ast(), info: info, off: off, seen: map[string]bool{}, trigger: trigger}
+func complete(snap *snapshot, info *compiler.Info, off int, trigger string, snippets bool) []protocol.CompletionItem {
+	c := &cursor{src: snap.src(), m: snap.m, f: snap.ast(), info: info, off: off, seen: map[string]bool{}, trigger: trigger, snippets: snippets}
 	c.wordStart = off
 	for c.wordStart > 0 && isIdentByte(c.src[c.wordStart-1]) {
 		c.wordStart--
@@ -513,11 +515,11 @@ func (c *cursor) completeItems(fr frame) {
 				}
 			}
 		}
-		c.addWords(ws)
+		c.addWords(fr.head, ws)
 	case "workflow":
-		c.addWords(workflowItems)
+		c.addWords(fr.head, workflowItems)
 	case "handler":
-		c.addWords(handlerItems)
+		c.addWords(fr.head, handlerItems)
 	case "node":
 		kind := fr.nodeKind
 		have := map[string]bool{}
@@ -534,7 +536,7 @@ func (c *cursor) completeItems(fr frame) {
 				ws = append(ws, w)
 			}
 		}
-		c.addWords(ws)
+		c.addWords(fr.head, ws)
 	case "retry", "loop", "compensate", "branch", "finally":
 		have := c.blockKeys(fr)
 		var ws []word
@@ -543,7 +545,7 @@ func (c *cursor) completeItems(fr frame) {
 				ws = append(ws, w)
 			}
 		}
-		c.addWords(ws)
+		c.addWords(fr.head, ws)
 	case "with":
 		c.completeConfigFields()
 	}
@@ -808,9 +810,12 @@ func (c *cursor) completeWords(ws []string, kind protocol.CompletionItemKind) {
 	}
 }
 
-func (c *cursor) addWords(ws []word) {
+func (c *cursor) addWords(head string, ws []word) {
 	for _, w := range ws {
 		c.add(w.name, protocol.CompletionItemKindKeyword, w.form, w.doc, "0")
+	}
+	for _, w := range ws {
+		c.addSnippet(head, w) // snippets.go
 	}
 }
 

@@ -69,15 +69,16 @@ func joinRule(n *compiler.NodeInfo) string {
 	list := func(conj string) string {
 		return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 	}
-	switch n.Join {
-	case "any":
-		return fmt.Sprintf("**join any**: runs at the first real token from %s; later tokens are ignored. Skipped if none sends one.", list("or"))
-	case "first":
-		return fmt.Sprintf("**join first**: runs at the first real token from %s and cancels the pending work of the other paths into it; later tokens are ignored. Skipped if none sends one.", list("or"))
-	case "settled":
-		return fmt.Sprintf("**join settled**: waits until %s have all settled, then runs if at least one sent a real token (else it is skipped).", list("and"))
+	mode := n.Join
+	if mode == "" {
+		mode = "all"
 	}
-	return fmt.Sprintf("**join all**: runs only when %s have each sent a real token (each succeeded on its path here); skipped as soon as one of them cannot.", list("and"))
+	for _, m := range joinModes { // words.go
+		if m.name == mode {
+			return fmt.Sprintf(m.rule, list(m.conj))
+		}
+	}
+	return fmt.Sprintf("**join %s** of %s.", mode, list("and"))
 }
 
 // clip shortens a long expression for a hover title.

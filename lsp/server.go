@@ -80,6 +80,7 @@ type server struct {
 
 	hierarchicalSymbols bool
 	watchFiles          bool          // the client can register a file watcher (workspace.go)
+	snippets            bool          // the client takes completion snippets (snippets.go)
 	compileSlots        chan struct{} // bounds the diagnostics compilations running at once
 	roots               []string      // workspace folders: where a handler rename looks for uses
 	clientPID           atomic.Int64
@@ -306,6 +307,9 @@ func (s *server) initialize(raw json.RawMessage) any {
 		s.hierarchicalSymbols = false
 	}
 	s.roots = rootsOf(&p)
+	if td := p.Capabilities.TextDocument; td != nil && td.Completion != nil && td.Completion.CompletionItem != nil && td.Completion.CompletionItem.SnippetSupport != nil {
+		s.snippets = *td.Completion.CompletionItem.SnippetSupport
+	}
 	if ws := p.Capabilities.Workspace; ws != nil && ws.DidChangeWatchedFiles != nil && ws.DidChangeWatchedFiles.DynamicRegistration != nil {
 		s.watchFiles = *ws.DidChangeWatchedFiles.DynamicRegistration
 	}
@@ -334,6 +338,7 @@ func (s *server) initialize(raw json.RawMessage) any {
 			CodeActionProvider:         protocol.CodeActionOptions{CodeActionKinds: []protocol.CodeActionKind{protocol.CodeActionKindQuickFix, codeActionKindFixAll}},
 			FoldingRangeProvider:       true,
 			SelectionRangeProvider:     true,
+			CallHierarchyProvider:      true,
 			SignatureHelpProvider:      &protocol.SignatureHelpOptions{TriggerCharacters: signatureTriggers, RetriggerCharacters: []string{")"}},
 			DocumentLinkProvider:       &protocol.DocumentLinkOptions{},
 			WorkspaceSymbolProvider:    true,
@@ -431,6 +436,15 @@ func (s *server) protocolHandler() *protocol.Handler {
 		},
 		TextDocumentSelectionRange: func(_ *glsp.Context, p *protocol.SelectionRangeParams) ([]protocol.SelectionRange, error) {
 			return s.selectionRanges(p)
+		},
+		TextDocumentPrepareCallHierarchy: func(_ *glsp.Context, p *protocol.CallHierarchyPrepareParams) ([]protocol.CallHierarchyItem, error) {
+			return s.prepareCallHierarchy(p) // calls.go
+		},
+		CallHierarchyIncomingCalls: func(_ *glsp.Context, p *protocol.CallHierarchyIncomingCallsParams) ([]protocol.CallHierarchyIncomingCall, error) {
+			return s.incomingCalls(p)
+		},
+		CallHierarchyOutgoingCalls: func(_ *glsp.Context, p *protocol.CallHierarchyOutgoingCallsParams) ([]protocol.CallHierarchyOutgoingCall, error) {
+			return s.outgoingCalls(p)
 		},
 		TextDocumentSignatureHelp: func(_ *glsp.Context, p *protocol.SignatureHelpParams) (*protocol.SignatureHelp, error) {
 			return s.signatureHelp(p)

@@ -107,16 +107,24 @@ func (c *cursor) callSignature(fr frame) *protocol.SignatureHelp {
 	}
 	active := c.activeArg(fr)
 	help := &protocol.SignatureHelp{}
-	chosen := -1
+	// The first overload whose types fit those the text shows
+	// (overload.go) and that has a parameter at the cursor; else the
+	// first whose types fit; else the first with that parameter.
+	recv, args := c.argTypes(fr)
+	best, chosen := 0, 0
 	for k, l := range labels {
 		sig := signatureInfo(l)
-		if chosen < 0 && active < len(sig.Parameters) {
-			chosen = k
+		score := 0
+		if active < len(sig.Parameters) {
+			score = 1
+		}
+		if overloadFits(l, name, member, recv, args) {
+			score += 2
+		}
+		if score > best {
+			best, chosen = score, k
 		}
 		help.Signatures = append(help.Signatures, sig)
-	}
-	if chosen < 0 {
-		chosen = 0
 	}
 	as, ap := protocol.UInteger(chosen), protocol.UInteger(active)
 	help.ActiveSignature, help.ActiveParameter = &as, &ap

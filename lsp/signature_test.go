@@ -106,3 +106,65 @@ func TestCELSignatureTypes(t *testing.T) {
 		t.Errorf("celTypeName = %q", got)
 	}
 }
+
+// TestSignatureOverloadByType: the active overload is the one whose
+// receiver and written arguments have the types the text shows, not the
+// first that has enough parameters.
+func TestSignatureOverloadByType(t *testing.T) {
+	c := newTestClient(t, Options{}, nil)
+	c.initialize()
+	head := "workflow w {\n  input { s: string  tags: list<string>  d: duration  m: map<string, int> }\n"
+	for _, tc := range []struct {
+		name, src string
+		label     string
+	}{
+		{"list receiver", "  task a { run \"cel\"  with { v = input.tags.size(|) } }\n", "list<A>.size() -> int"},
+		{"map receiver", "  task a { run \"cel\"  with { v = input.m.size(|) } }\n", "map<A, B>.size() -> int"},
+		{"string literal receiver", "  task a { run \"cel\"  with { v = \"abc\".size(|) } }\n", "string.size() -> int"},
+		{"duration receiver", "  task a { run \"cel\"  with { v = input.d.getHours(|) } }\n", "duration.getHours() -> int"},
+		{"field of a node's output", "  task b { run \"cel\"  with { n = [1] } }\n  task a after b { run \"cel\"  with { v = b.output.n.size(|) } }\n", "list<A>.size() -> int"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := head + tc.src + "}\n"
+			off := strings.Index(src, "|")
+			src = src[:off] + src[off+1:]
+			uri := "file:///ovl_" + strings.ReplaceAll(tc.name, " ", "_") + ".wf"
+			c.open(uri, src)
+			c.diagnostics(uri, 1)
+			var h *testSignatureHelp
+			c.mustCall("textDocument/signatureHelp", map[string]any{
+				"textDocument": map[string]any{"uri": uri},
+				"position":     at(t, src, src[off:], 0, 0),
+			}, &h)
+			if h == nil || h.ActiveSignature == nil || len(h.Signatures) < 2 {
+				t.Fatalf("help = %+v, want several overloads", h)
+			}
+			if l := h.Signatures[*h.ActiveSignature].Label; l != tc.label {
+				t.Errorf("active signature %q, want %q", l, tc.label)
+			}
+		})
+	}
+}
+
+func TestOverloadFits(t *testing.T) {
+	for _, tc := range []struct {
+		label, recv string
+		args        []string
+		want        bool
+	}{
+		{"f(int, string) -> int", "", []string{"string"}, false},
+		{"f(string, int) -> int", "", []string{"string"}, true},
+		{"f(string, int) -> int", "", []string{""}, true}, // unknown fits
+		{"f(A, int) -> int", "", []string{"list"}, true},  // a type parameter
+		{"f(list<A>, int) -> int", "", []string{"list"}, true},
+		{"f(dyn) -> int", "", []string{"map"}, true},
+		{"string.f(int) -> int", "list", nil, false},
+		{"list<A>.f(int) -> int", "list", []string{"int"}, true},
+		{"f(int) -> int", "", []string{"int", "int"}, false}, // too many arguments
+	} {
+		member := strings.Contains(tc.label, ".f(")
+		if got := overloadFits(tc.label, "f", member, tc.recv, tc.args); got != tc.want {
+			t.Errorf("overloadFits(%q, recv %q, %q) = %v, want %v", tc.label, tc.recv, tc.args, got, tc.want)
+		}
+	}
+}

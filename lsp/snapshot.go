@@ -42,6 +42,8 @@ type snapshot struct {
 
 	depsOnce sync.Once
 	depSet   map[string]bool // deps (workspace.go)
+
+	fixChecks sync.Map // fix key -> whether it adds no error (fixcheck.go)
 }
 
 func newSnapshot(uri string, version int32, seq uint64, text []byte, cfg compiler.Config, log *slog.Logger) *snapshot {

@@ -116,7 +116,20 @@ var blockItems = map[string][]word{
 var enumValues = map[string][]string{
 	"backoff":    {"fixed", "linear", "exponential"},
 	"on_timeout": {"approve", "reject", "fail"},
-	"join":       {"all", "any", "settled", "first"},
+	"join":       nil, // from joinModes (init)
+}
+
+// joinModes are the join modes, in the order completion lists them, each
+// with the rule hover states for a node with two or more sources (%s: its
+// sources, joined by conj). A mode the language gains is one row here:
+// completion, hover and the inlay hint's tooltip follow.
+var joinModes = []struct {
+	name, conj, rule string
+}{
+	{"all", "and", "**join all**: runs only when %s have each sent a real token (each succeeded on its path here); skipped as soon as one of them cannot."},
+	{"any", "or", "**join any**: runs at the first real token from %s; later tokens are ignored. Skipped if none sends one."},
+	{"settled", "and", "**join settled**: waits until %s have all settled, then runs if at least one sent a real token (else it is skipped)."},
+	{"first", "or", "**join first**: runs at the first real token from %s and cancels the pending work of the other paths into it; later tokens are ignored. Skipped if none sends one."},
 }
 
 // typeNames are the names of types (docs/language.md §5.1).
@@ -126,6 +139,9 @@ var typeNames = []string{"string", "int", "number", "bool", "duration", "any", "
 var reserved = map[string]bool{}
 
 func init() {
+	for _, m := range joinModes {
+		enumValues["join"] = append(enumValues["join"], m.name)
+	}
 	for _, w := range []string{
 		"input", "output", "workflow", "task", "agent", "human", "flow", "handler", "import", "after", "join", "when",
 		"else", "while", "loop", "in", "true", "false", "null", "as", "break", "const", "continue", "for", "function", "if",

@@ -149,3 +149,25 @@ func TestTypeNamesMatchCompiler(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinModesMatchCompiler: every join mode of the table is one the
+// compiler accepts, with a rule for hover; a word that is not a mode is
+// refused (so the test can tell).
+func TestJoinModesMatchCompiler(t *testing.T) {
+	for _, m := range joinModes {
+		src := "workflow w {\n  task a { run \"noop\" }\n  task b { run \"noop\" }\n  task c after a, b join " + m.name + " { run \"noop\" }\n}\n"
+		if diags := compileSnippet(src); diags.HasErrors() {
+			t.Errorf("join %s: %v", m.name, diags)
+		}
+		if !strings.Contains(m.rule, "%s") || !strings.Contains(m.rule, "join "+m.name) {
+			t.Errorf("join %s: rule %q must name the mode and have a %%s for the sources", m.name, m.rule)
+		}
+		if !slices.Contains(enumValues["join"], m.name) {
+			t.Errorf("join %s is not completed", m.name)
+		}
+	}
+	src := "workflow w {\n  task a { run \"noop\" }\n  task b { run \"noop\" }\n  task c after a, b join bogus { run \"noop\" }\n}\n"
+	if diags := compileSnippet(src); !diags.HasErrors() {
+		t.Error("the compiler accepts join bogus")
+	}
+}

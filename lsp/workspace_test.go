@@ -500,3 +500,26 @@ func TestWorkspacePathCompletionReplacesName(t *testing.T) {
 		t.Errorf("edit = %s", raw)
 	}
 }
+
+// TestWorkspaceDuplicateWatchEvents: a client that watches files itself as
+// well as through the server's registration sends each event twice; the
+// re-checks they cause within the debounce are one compilation, one
+// publish.
+func TestWorkspaceDuplicateWatchEvents(t *testing.T) {
+	dir := project(t, map[string]string{"lib.wf": libSrc, "main.wf": mainSrc})
+	c := newTestClient(t, Options{Debounce: 300 * time.Millisecond}, nil)
+	c.initialize()
+	main := pathToURI(filepath.Join(dir, "main.wf"))
+	c.open(main, mainSrc)
+	c.diagnostics(main, 1)
+	before := len(c.publishes(main))
+	os.WriteFile(filepath.Join(dir, "lib.wf"), []byte(strings.Replace(libSrc, "x: int", "x: string", 1)), 0o644)
+	event := map[string]any{"changes": []any{map[string]any{"uri": pathToURI(filepath.Join(dir, "lib.wf")), "type": protocol.FileChangeTypeChanged}}}
+	c.notify("workspace/didChangeWatchedFiles", event)
+	c.notify("workspace/didChangeWatchedFiles", event)
+	c.waitDiags(main, hasCode("WF2006"))
+	time.Sleep(600 * time.Millisecond) // a second publish would come by now
+	if n := len(c.publishes(main)) - before; n != 1 {
+		t.Errorf("%d publishes after two identical events, want 1", n)
+	}
+}

@@ -134,8 +134,8 @@ func (s *server) callFileFor(uri string) *callFile {
 		return &callFile{uri: snap.uri, m: snap.m, g: newCallGraph(snap.name, snap.ast())}
 	}
 	path := uriToPath(uri)
-	if !filepath.IsAbs(path) {
-		return nil
+	if !filepath.IsAbs(path) || filepath.Ext(path) != ".wf" {
+		return nil // the item's data comes from the client: read workflows only
 	}
 	src, err := s.readFile(path)
 	if err != nil {

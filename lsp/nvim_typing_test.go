@@ -41,6 +41,9 @@ type typingStep struct {
 	hoverAt   int    // …plus this many characters
 	hoverWant string // the hover must contain this
 
+	calls     string   // ask for the incoming calls of the node at the first occurrence of this text
+	callsWant []string // the callers, "name (detail)"
+
 	waitMain string // wait until main.wf has an error ("error") or none ("clean")
 	fixes    bool   // apply each quick fix in turn, and "fix all"
 	noFix    bool   // …and there must be none
@@ -76,6 +79,15 @@ const typingLua = `
     if s.hover then
       local res = req(b, "textDocument/hover", { textDocument = { uri = uri }, position = s.hover })
       r.hover = res and res.contents and res.contents.value or ""
+    end
+    if s.calls then
+      local items = req(b, "textDocument/prepareCallHierarchy", { textDocument = { uri = uri }, position = s.calls }) or {}
+      r.calls = {}
+      if items[1] then
+        for _, call in ipairs(req(b, "callHierarchy/incomingCalls", { item = items[1] }) or {}) do
+          table.insert(r.calls, call.from.name .. " (" .. (call.from.detail or "") .. ")")
+        end
+      end
     end
     if s.wait_main ~= "" then
       local mb = bufs.main
@@ -233,7 +245,8 @@ func typingSteps() []typingStep {
 			complete: true, ids: []string{"sales", "nurture"}},
 		{name: "template: ancestors only", text: cut("with { m = \"{{ ", " }}\" }\n  }\n\n  task nurture { run \"noop\" }"+body),
 			complete: true, ids: []string{"score", "enrich"}, not: []string{"nurture", "sales", "output"}},
-		{name: "done", text: wf, hover: "task score after enrich", hoverAt: 17, hoverWant: "task enrich", clean: true},
+		{name: "done", text: wf, hover: "task score after enrich", hoverAt: 17, hoverWant: "task enrich", clean: true,
+			calls: "task nurture", callsWant: []string{`score (task · run "cel" · default)`}},
 		// The import changes in its own buffer (unsaved): main.wf follows.
 		{name: "import changes", buf: "lib", text: strings.Replace(typingLib, "employees", "staff", 1), waitMain: "error"},
 		{name: "import restored", buf: "lib", text: typingLib, waitMain: "clean"},
@@ -285,6 +298,14 @@ func TestNeovimTypesAWorkflow(t *testing.T) {
 			l, c := lineCol(text, k+s.hoverAt)
 			step["hover"] = protocol.Position{Line: uint32(l), Character: uint32(c)}
 		}
+		if s.calls != "" {
+			k := strings.Index(text, s.calls)
+			if k < 0 {
+				t.Fatalf("%s: no %q", s.name, s.calls)
+			}
+			l, c := lineCol(text, k+len(s.calls)-1)
+			step["calls"] = protocol.Position{Line: uint32(l), Character: uint32(c)}
+		}
 		script = append(script, step)
 	}
 	stepsJSON, err := json.Marshal(script)
@@ -307,6 +328,7 @@ func TestNeovimTypesAWorkflow(t *testing.T) {
 			Settled    bool        `json:"settled"`
 			Completion []item      `json:"completion"`
 			Hover      string      `json:"hover"`
+			Calls      []string    `json:"calls"`
 			Waited     bool        `json:"waited"`
 			MainDiags  []testDiag  `json:"main_diags"`
 			Diags      []testDiag  `json:"diags"`
@@ -370,6 +392,9 @@ func TestNeovimTypesAWorkflow(t *testing.T) {
 		}
 		if s.hover != "" && !strings.Contains(got.Hover, s.hoverWant) {
 			t.Errorf("%s: hover = %q, want it to contain %q", s.name, got.Hover, s.hoverWant)
+		}
+		if s.calls != "" && !slices.Equal(got.Calls, s.callsWant) {
+			t.Errorf("%s: incoming calls = %q, want %q", s.name, got.Calls, s.callsWant)
 		}
 		if s.clean && len(errorsOf(got.Diags)) > 0 {
 			t.Errorf("%s: errors in the buffer: %+v", s.name, got.Diags)

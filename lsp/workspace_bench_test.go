@@ -188,6 +188,25 @@ func BenchmarkProjectRequests(b *testing.B) {
 			"context":      map[string]any{"diagnostics": []any{}},
 		}, &actions)
 	})
+	// A quick fix at the cursor right after an edit: the fix is compiled
+	// before it is offered (fixcheck.go), once per version.
+	fixSrc := strings.Replace(src, "  task use_lib {", "  task fixme { run \"echo\"  with { s = use_lib.output.v } }\n  task use_lib {", 1)
+	fixURI := strings.Replace(mains[0], "w01.wf", "fix.wf", 1)
+	c.open(fixURI, fixSrc)
+	c.diagnostics(fixURI, 1)
+	fm := NewMapper(sourceFileOf(fixSrc))
+	fixAt := fm.Position(strings.Index(fixSrc, "use_lib.output.v"))
+	run("code-action-checked-fix", func() { change(fixURI) }, func(int) {
+		var actions []map[string]any
+		c.mustCall("textDocument/codeAction", map[string]any{
+			"textDocument": map[string]any{"uri": fixURI},
+			"range":        protocol.Range{Start: fixAt, End: fixAt},
+			"context":      map[string]any{"diagnostics": []any{}},
+		}, &actions)
+		if len(actions) != 1 {
+			b.Fatalf("code actions = %v, want the `after use_lib` fix", actions)
+		}
+	})
 	run("workspace-symbols", nil, func(int) {
 		var syms []any
 		c.mustCall("workspace/symbol", map[string]any{"query": "n1"}, &syms)

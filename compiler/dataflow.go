@@ -301,6 +301,9 @@ func (s *state) dataflow() {
 				d := s.errorf(diag.NotAncestor, r.rng, "%s reads %s.output, but %s is not guaranteed to have finished", n.id, x.id, x.id)
 				if s.anc[x.idx].has(n.idx) {
 					d.WithHint(fmt.Sprintf("%s runs after %s, so its output does not exist yet; read it in a node after %s", x.id, n.id, x.id))
+				} else if r, ok := s.exclusiveOf(x, n); ok {
+					// `after x` would make n a join that can never run (WF4006).
+					d.WithHint(fmt.Sprintf("%s and %s run on different outcomes of %s, never in one run; read %s.output in a node after both with `join settled` or `join any`, guarding it with has()", x.id, n.id, r, x.id))
 				} else {
 					d.WithHint(fmt.Sprintf("add `after %s` to %s", x.id, n.id))
 					s.afterFix(d, n, x)

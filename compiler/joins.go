@@ -330,6 +330,33 @@ func intersect(a, b bits) bits {
 	return out
 }
 
+// exclusiveOf returns a routing node on whose outcomes x and n disagree:
+// each needs outcomes of it the other does not, so they never both run in
+// one run, and `after x` on n would make a join that never runs.
+func (s *state) exclusiveOf(x, n *node) (string, bool) {
+	jf := s.computeJoinFacts()
+	if jf == nil || x.idx >= len(jf.needs) || n.idx >= len(jf.needs) {
+		return "", false
+	}
+	for d, a := range jf.needs[x.idx] {
+		b := jf.needs[n.idx][d]
+		if a == nil || b == nil {
+			continue
+		}
+		shared := false
+		for o := range a {
+			if b[o] {
+				shared = true
+				break
+			}
+		}
+		if !shared {
+			return s.skel.Nodes[d].ID, true
+		}
+	}
+	return "", false
+}
+
 // neverRuns reports every join all whose inputs come from exclusive
 // outcomes of one routing node (branch rules, agent routes, approval and
 // rejection, success and on_error): it can never run.

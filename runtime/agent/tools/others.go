@@ -245,4 +245,3 @@ func validNodeID(id string) bool {
 	}
 	return true
 }
-

@@ -130,7 +130,9 @@ func TestPatchWorkflowUnavailable(t *testing.T) {
 }
 
 func TestPatchWorkflow(t *testing.T) {
-	node := func(id string) string { return `{"op":"add","path":"/nodes/-","value":{"id":"` + id + `","type":"task"}}` }
+	node := func(id string) string {
+		return `{"op":"add","path":"/nodes/-","value":{"id":"` + id + `","type":"task"}}`
+	}
 	edge := func(from, to string) string {
 		return `{"op":"add","path":"/edges/-","value":{"from":"` + from + `","to":"` + to + `"}}`
 	}

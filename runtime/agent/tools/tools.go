@@ -117,7 +117,7 @@ type Limits struct {
 	MaxDepth       int           // nesting of any JSON value a tool reads or writes
 	MaxResultBytes int           // a result returned inline; larger ones go to the BlobStore
 	MaxBlobBytes   int           // one value stored in, or read from, the BlobStore
-	MaxRows        int           // rows any step reads or makes
+	MaxRows        int           // rows a join may make (other steps make at most as many rows as they read, which the byte bounds limit)
 	MaxSteps       int           // steps of one pipeline
 	MaxHTTPBytes   int64         // one http response body
 	HTTPTimeout    time.Duration // one http request, redirects included

@@ -35,8 +35,9 @@ type stepReport struct {
 }
 
 type pipelineResult struct {
-	Result json.RawMessage `json:"result"`
-	Steps  []stepReport    `json:"steps"`
+	Result  json.RawMessage `json:"result"`
+	Steps   []stepReport    `json:"steps"`
+	Omitted int             `json:"steps_omitted,omitempty"` // reports left out (the earlier steps')
 }
 
 // call runs the steps in order; each reads the previous step's result
@@ -110,7 +111,16 @@ func (p *pipeline) call(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	res := pipelineResult{Result: b, Steps: reports}
-	if len(b) > lim.MaxResultBytes-512 { // leave room for the step reports
+	rb, _ := json.Marshal(reports)
+	if len(rb) > lim.MaxResultBytes/4 {
+		// Many steps: report the last one only, so that the reports never
+		// push the result over the bound.
+		res.Steps, res.Omitted = reports[len(reports)-1:], len(reports)-1
+		rb, _ = json.Marshal(res.Steps)
+	}
+	// The result is stored when it and the step reports would not fit
+	// inline together, so that the reference names the data itself.
+	if len(b)+len(rb)+32 > lim.MaxResultBytes {
 		ref, err := storeLarge(ctx, p.env.Blobs, b, lim)
 		if err != nil {
 			return nil, err

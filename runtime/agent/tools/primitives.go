@@ -808,6 +808,9 @@ func jqTransform(ctx context.Context, raw json.RawMessage, in any, lim Limits) (
 		// Bound what the program makes as it goes, not only at the end.
 		b, err := marshalBounded(v, lim.MaxBlobBytes-size)
 		if err != nil {
+			if e := asToolError(err); e.Code != CodeTooLarge {
+				return nil, errorf(e.Code, "the jq program's output: %s", e.Message)
+			}
 			return nil, errorf(CodeTooLarge, "the jq program's output is more than %d bytes", lim.MaxBlobBytes)
 		}
 		size += len(b)

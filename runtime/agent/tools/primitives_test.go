@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -99,6 +100,7 @@ func TestPrimitives(t *testing.T) {
 		{name: "jq infinite", input: `0`, step: `{"step":"jq_transform","program":"last(repeat(.))"}`, errCode: CodeTimeout, errSub: "did not finish"},
 		{name: "jq too many outputs", input: `0`, step: `{"step":"jq_transform","program":"range(100000)","all":true}`, errCode: CodeTooLarge, errSub: "more than 10000 values"},
 		{name: "jq huge output", input: `"x"`, step: `{"step":"jq_transform","program":"[range(200000) | \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"]"}`, errCode: CodeTooLarge, errSub: "bytes"},
+		{name: "jq nan", input: `0`, step: `{"step":"jq_transform","program":"nan"}`, errCode: CodeFailed, errSub: "cannot be written as JSON"},
 		{name: "jq deep output", input: `0`, step: `{"step":"jq_transform","program":"reduce range(100) as $i (0; [.])"}`, errCode: CodeTooLarge, errSub: "nested deeper"},
 
 		// regex_extract
@@ -233,6 +235,14 @@ func TestPipelineBlobs(t *testing.T) {
 	wantErr(t, err, CodeFailed, "unknown reference")
 	_, err = runPipeline(t, pl, `{"input":{"$ref":"../etc"},"steps":[{"step":"top_k","k":1}]}`)
 	wantErr(t, err, CodeBadArgs, "is not a reference")
+
+	// Many steps: the reports shrink, and the result stays inline.
+	ts2 := toolset(t, Config{Limits: Limits{MaxResultBytes: 600}}, Env{Blobs: blobs})
+	many := strings.TrimSuffix(strings.Repeat(`{"step":"top_k","k":1},`, 30), ",")
+	out, err := ts2[ExecutePipeline].Call(context.Background(), json.RawMessage(`{"input":[{"a":1},{"a":2}],"steps":[`+many+`]}`))
+	if err != nil || !jsonEq(t, out, `{"result":[{"a":1}],"steps":[{"step":"top_k","rows":1,"bytes":9}],"steps_omitted":29}`) {
+		t.Errorf("many steps: %s, %v", out, err)
+	}
 
 	// Without a BlobStore, a large result is refused with advice.
 	ts = toolset(t, Config{Limits: Limits{MaxResultBytes: 2048}}, Env{})

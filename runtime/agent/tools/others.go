@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"unicode"
@@ -117,6 +118,9 @@ func (w *Worker) delegateToAgent(ctx context.Context, env Env, raw json.RawMessa
 	}
 	res, err := env.Delegator.Delegate(ctx, a)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, ctx.Err()
+		}
 		if ctx.Err() != nil && a.Wait {
 			return nil, errorf(CodeTimeout, "the %s %q did not finish within the call's time bound; call again with wait: false to start it without waiting", a.Kind, a.Target)
 		}

@@ -108,6 +108,14 @@ func TestDelegateToAgent(t *testing.T) {
 	_, err = slow.Call(context.Background(), json.RawMessage(`{"kind":"agent","target":"triage","wait":true}`))
 	wantErr(t, err, CodeTimeout, "wait: false")
 
+	// A cancelled execution is not a tool error for the model.
+	cctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	_, err = toolset(t, Config{}, Env{Delegator: &fakeDelegator{block: true}})[DelegateToAgent].Call(cctx, json.RawMessage(`{"kind":"agent","target":"triage","wait":true}`))
+	if !errors.Is(err, context.Canceled) || isToolError(err) {
+		t.Errorf("cancelled: %v", err)
+	}
+
 	// A panicking Delegator is an error, not a crash.
 	bad := toolset(t, Config{}, Env{Delegator: &fakeDelegator{panic: true}})[DelegateToAgent]
 	_, err = bad.Call(context.Background(), json.RawMessage(`{"kind":"agent","target":"triage"}`))

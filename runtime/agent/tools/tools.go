@@ -300,7 +300,10 @@ func (t *tool) Parameters() json.RawMessage { return t.params }
 // Call checks the arguments (size, nesting, schema), runs the tool within
 // the call's time bound, recovers a panic as an error, and bounds the
 // result: one larger than MaxResultBytes is stored in the BlobStore and
-// returned as a reference, or refused when there is none.
+// returned as a reference, or refused when there is none. Every failure
+// is an *Error for the model, except the cancellation of ctx itself
+// (the worker shutting down), which wraps ctx.Err() so that the agent
+// loop stops instead of reporting it to the model.
 func (t *tool) Call(ctx context.Context, args json.RawMessage) (out json.RawMessage, err error) {
 	lim := t.w.limits
 	args = bytes.TrimSpace(args)
@@ -326,8 +329,13 @@ func (t *tool) Call(ctx context.Context, args json.RawMessage) (out json.RawMess
 	}()
 	res, err := t.impl(ctx, args)
 	if err != nil {
-		if ctx.Err() != nil && !isToolError(err) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !isToolError(err) {
 			return nil, errorf(CodeTimeout, "%s did not finish within %s", t.name, lim.CallTimeout)
+		}
+		if ctx.Err() != nil && !isToolError(err) {
+			// The execution itself was cancelled (shutdown): not the
+			// model's doing, and not a result it should act on.
+			return nil, fmt.Errorf("%s: %w", t.name, ctx.Err())
 		}
 		return nil, asToolError(err)
 	}

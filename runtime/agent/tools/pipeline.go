@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -87,6 +88,9 @@ func (p *pipeline) call(ctx context.Context, raw json.RawMessage) (any, error) {
 		}
 		out, err := p.step(ctx, head.Step, rawStep, in, results)
 		if err != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, ctx.Err() // the execution was cancelled, see tool.Call
+			}
 			e := asToolError(err)
 			return nil, &Error{Code: e.Code, Message: fmt.Sprintf("step %d (%s): %s", n, head.Step, e.Message)}
 		}
@@ -315,6 +319,9 @@ func sendHTTP(w *Worker, req *http.Request, lim Limits) (any, error) {
 	req.Header.Set("User-Agent", "wfc-agent")
 	resp, err := w.client.Do(req)
 	if err != nil {
+		if errors.Is(req.Context().Err(), context.Canceled) {
+			return nil, req.Context().Err()
+		}
 		return nil, httpError(err, lim.HTTPTimeout)
 	}
 	defer resp.Body.Close()

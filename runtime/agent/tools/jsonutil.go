@@ -34,11 +34,14 @@ func decodeJSON(data []byte, maxDepth int) (any, error) {
 	if _, err := d.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value")
 	}
-	return normalize(v), nil
+	var bad error
+	v = normalize(v, &bad)
+	return v, bad
 }
 
 func checkDepth(data []byte, maxDepth int) error {
 	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
 	depth := 0
 	for {
 		t, err := d.Token()
@@ -62,22 +65,26 @@ func checkDepth(data []byte, maxDepth int) error {
 	}
 }
 
-// normalize turns json.Number into int or float64, in place.
-func normalize(v any) any {
+// normalize turns json.Number into int or float64, in place; a number
+// out of float64's range sets *bad.
+func normalize(v any, bad *error) any {
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil && i >= math.MinInt && i <= math.MaxInt {
 			return int(i)
 		}
-		f, _ := strconv.ParseFloat(string(x), 64)
+		f, err := strconv.ParseFloat(string(x), 64)
+		if err != nil && *bad == nil {
+			*bad = fmt.Errorf("the number %s is out of range", clip(string(x), 40))
+		}
 		return f
 	case []any:
 		for i := range x {
-			x[i] = normalize(x[i])
+			x[i] = normalize(x[i], bad)
 		}
 	case map[string]any:
 		for k := range x {
-			x[k] = normalize(x[k])
+			x[k] = normalize(x[k], bad)
 		}
 	}
 	return v

@@ -264,6 +264,7 @@ func TestHostileArguments(t *testing.T) {
 		{"deep", `{"input":` + deep + `,"steps":[{"step":"top_k","k":1}]}`, CodeBadArgs, "nested deeper than 64"},
 		{"huge", `{"input":"` + strings.Repeat("x", 300<<10) + `","steps":[{"step":"top_k","k":1}]}`, CodeBadArgs, "at most 262144"},
 		{"not json", `{"steps":`, CodeBadArgs, "not valid JSON"},
+		{"huge number", `{"input":1e400,"steps":[{"step":"top_k","k":1}]}`, CodeBadArgs, "1e400 is out of range"},
 		{"two values", `{} {}`, CodeBadArgs, "more than one JSON value"},
 		{"no steps", `{}`, CodeBadArgs, "missing property 'steps'"},
 		{"extra", `{"steps":[{"step":"top_k","k":1}],"x":1}`, CodeBadArgs, "additional properties 'x'"},

@@ -26,6 +26,9 @@ type apiDoc struct {
 	server *openapi3.Server
 	base   *url.URL // the server URL, variables at their defaults
 	ops    map[string]*apiOp
+	// headers the worker adds (credentials): set after validation, so the
+	// model's parameters cannot replace them, and never in a result.
+	headers [][2]string
 }
 
 type apiOp struct {
@@ -180,6 +183,9 @@ func (w *Worker) openapiAction(ctx context.Context, raw json.RawMessage) (any, e
 	}
 	if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
 		return nil, errorf(CodeBadArgs, "the request does not fit operation %s: %s", a.OperationID, validationMessage(err))
+	}
+	for _, h := range api.headers {
+		req.Header.Set(h[0], h[1])
 	}
 	body, err := sendHTTP(w, req, w.limits)
 	if err != nil {

@@ -144,3 +144,42 @@ func TestOpenAPIDocuments(t *testing.T) {
 		t.Errorf("description: %s", oa.Description())
 	}
 }
+
+// TestOpenAPICredentials: the worker's headers for an API reach it on
+// every call, override the model's, and never show in a result or an
+// error.
+func TestOpenAPICredentials(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("X-Request-Id"))
+		if r.URL.Path == "/v1/pets/13" {
+			http.Error(w, "unlucky", 500)
+			return
+		}
+		io.WriteString(w, `{"ok": true}`)
+	}))
+	defer srv.Close()
+	doc := petstore(t, srv.URL)
+	cfg := Config{HTTPAllow: []string{hostPort(t, srv)}, OpenAPI: []string{doc},
+		OpenAPIHeaders: map[string]map[string]string{doc: {"X-Request-Id": "s3cret"}}}
+	oa := toolset(t, cfg, Env{})[OpenAPIAction]
+	if strings.Contains(oa.Description(), "s3cret") {
+		t.Error("the description shows the credential")
+	}
+	out, err := oa.Call(context.Background(), json.RawMessage(`{"operation_id":"createPet","params":{"X-Request-Id":"mine"},"body":{"name":"a"}}`))
+	if err != nil || strings.Contains(string(out), "s3cret") {
+		t.Fatalf("got %s, %v", out, err)
+	}
+	_, err = oa.Call(context.Background(), json.RawMessage(`{"operation_id":"getPet","params":{"petId":13}}`))
+	wantErr(t, err, CodeFailed, "HTTP 500: unlucky")
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the credential: %v", err)
+	}
+	if len(got) != 2 || got[0] != "s3cret" || got[1] != "s3cret" {
+		t.Errorf("the server got %q", got)
+	}
+	cfg.OpenAPIHeaders = map[string]map[string]string{doc: {"X-Evil": "a\r\nHost: b"}}
+	if _, err := NewWorker(cfg); err == nil {
+		t.Error("a header value with CRLF was accepted")
+	}
+}

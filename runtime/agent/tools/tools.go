@@ -188,6 +188,12 @@ type Config struct {
 	// may call (flag --agent-openapi FILE). Their servers must also be
 	// admitted by HTTPAllow.
 	OpenAPI []string
+	// OpenAPIHeaders are headers the worker adds to every request to the
+	// API of a document, by its file as OpenAPI names it: credentials
+	// (an API key, a bearer token) the model never sees nor sets (flag
+	// --agent-openapi-header FILE:NAME=ENV, the value read from the
+	// environment variable ENV).
+	OpenAPIHeaders map[string]map[string]string
 	// DelegateAllow lists the workflows and agents delegate_to_agent may
 	// start, as "workflow:NAME" or "agent:NAME" (flag
 	// --agent-delegate-allow); empty leaves the choice to the Delegator.
@@ -226,6 +232,12 @@ func NewWorker(cfg Config) (*Worker, error) {
 		a, err := loadAPI(f, p)
 		if err != nil {
 			return nil, err
+		}
+		for k, v := range cfg.OpenAPIHeaders[f] {
+			if k == "" || strings.ContainsAny(k+v, "\r\n") {
+				return nil, fmt.Errorf("--agent-openapi-header %s: header %q is not a valid header", f, k)
+			}
+			a.headers = append(a.headers, [2]string{k, v})
 		}
 		w.apis = append(w.apis, a)
 	}

@@ -64,6 +64,7 @@ func (p *pipeline) call(ctx context.Context, raw json.RawMessage) (any, error) {
 	}
 	results := []any{cur} // results[0] is the input, results[i] step i's
 	var reports []stepReport
+	kept := 0
 	for i, rawStep := range a.Steps {
 		n := i + 1
 		var head struct {
@@ -83,7 +84,9 @@ func (p *pipeline) call(ctx context.Context, raw json.RawMessage) (any, error) {
 			}
 			in = results[*head.From]
 		}
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); errors.Is(err, context.Canceled) {
+			return nil, err
+		} else if err != nil {
 			return nil, errorf(CodeTimeout, "the pipeline did not finish within %s (stopped before step %d)", lim.CallTimeout, n)
 		}
 		out, err := p.step(ctx, head.Step, rawStep, in, results)
@@ -100,6 +103,10 @@ func (p *pipeline) call(ctx context.Context, raw json.RawMessage) (any, error) {
 		if err != nil {
 			e := asToolError(err)
 			return nil, &Error{Code: e.Code, Message: fmt.Sprintf("step %d (%s): its result: %s", n, head.Step, e.Message)}
+		}
+		// The results are kept for from and $step: bound them together.
+		if kept += len(b); kept > 4*lim.MaxBlobBytes {
+			return nil, errorf(CodeTooLarge, "step %d (%s): the pipeline's results so far are more than %d bytes; narrow the data earlier (table_select, top_k, table_filter)", n, head.Step, 4*lim.MaxBlobBytes)
 		}
 		rep := stepReport{Step: head.Step, Bytes: len(b)}
 		if arr, ok := out.([]any); ok {

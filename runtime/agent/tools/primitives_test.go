@@ -255,7 +255,7 @@ func TestPipelineBlobs(t *testing.T) {
 // TestHostileArguments: oversized, deeply nested, malformed and
 // schema-breaking arguments are errors the model can read.
 func TestHostileArguments(t *testing.T) {
-	ts := toolset(t, Config{Limits: Limits{MaxRows: 1000}}, Env{Blobs: &memBlobs{}})
+	ts := toolset(t, Config{Limits: Limits{MaxRows: 1000, MaxBlobBytes: 2000 + 2}}, Env{Blobs: &memBlobs{}})
 	pl := ts[ExecutePipeline]
 	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
 	cases := []struct {
@@ -270,6 +270,7 @@ func TestHostileArguments(t *testing.T) {
 		{"extra", `{"steps":[{"step":"top_k","k":1}],"x":1}`, CodeBadArgs, "additional properties 'x'"},
 		{"steps not array", `{"steps":"top_k"}`, CodeBadArgs, "/steps"},
 		{"too many steps", `{"steps":[` + strings.TrimSuffix(strings.Repeat(`{"step":"top_k","k":1},`, 40), ",") + `]}`, CodeBadArgs, "at most 32"},
+		{"kept results", `{"input":"` + strings.Repeat("x", 2000) + `","steps":[` + strings.TrimSuffix(strings.Repeat(`{"step":"jq_transform","program":"."},`, 5), ",") + `]}`, CodeTooLarge, "step 5 (jq_transform): the pipeline's results so far are more than 8008 bytes"},
 		{"join blowup", `{"input":` + rowsOf(100) + `,"steps":[{"step":"join","right":{"$step":0},"on":"k"}]}`, CodeTooLarge, "more than 1000 rows"},
 	}
 	for _, c := range cases {

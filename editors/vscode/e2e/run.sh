@@ -30,6 +30,8 @@ install() {
   local rg
   rg=$(command -v rg) || die "ripgrep is not installed (apt-get install ripgrep): VS Code's search needs rg and its npm package would download it from GitHub"
   [ -e /usr/include/gssapi/gssapi.h ] || die "libkrb5-dev is not installed (apt-get install libkrb5-dev): code-server's kerberos module is compiled from source"
+  { command -v g++ && command -v make && command -v python3; } >/dev/null 2>&1 ||
+    die "g++, make and python3 are needed (apt-get install build-essential python3): code-server's native modules are compiled with node-gyp"
   local target
   case "$(uname -m)" in
     x86_64) target=x86_64-unknown-linux-musl ;;
@@ -76,7 +78,7 @@ run_test() {
   WFC_E2E_VSIX=$(realpath "$vsix") WFC_E2E_WFC=$bin/wfc WFC_E2E_CHROMIUM=$chromium \
     timeout -k 10 480 node --test --test-reporter=spec test.js
   local status=$?
-  echo "screenshots and logs: $(pwd)/artifacts"
+  echo "screenshots and logs in $(pwd)/artifacts:" && ls artifacts 2>/dev/null | sed 's/^/  /'
   [ $status -eq 124 ] && echo "e2e: the test ran for more than 8 minutes and was stopped"
   return $status
 }

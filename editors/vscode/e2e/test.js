@@ -233,7 +233,8 @@ before(async () => {
   );
 
   const common = ['--user-data-dir', userData, '--extensions-dir', extensions];
-  const env = { ...process.env, TMPDIR: serverTmp };
+  // code-server writes its config.yaml under XDG_CONFIG_HOME: keep it in root too.
+  const env = { ...process.env, TMPDIR: serverTmp, XDG_CONFIG_HOME: path.join(root, 'config'), XDG_DATA_HOME: path.join(root, 'data') };
   note(`installing ${path.basename(vsix)}`);
   execFileSync(process.execPath, [codeServerBin, ...common, '--install-extension', vsix], { env, stdio: 'pipe', timeout: 120_000 });
   const installed = fs.readdirSync(extensions);

@@ -51,7 +51,7 @@ for (const need of [
   if (!names.includes(need)) problems.push(`missing ${need}`);
 }
 for (const n of names) {
-  if (/(^|\/)(node_modules|src|tests|scripts|keywordcheck)\//.test(n) || /\.(map|ts|vsix)$/.test(n) || n.endsWith('keywords.json')) {
+  if (/(^|\/)(node_modules|src|tests|scripts|keywordcheck|e2e)\//.test(n) || /\.(map|ts|vsix)$/.test(n) || n.endsWith('keywords.json')) {
     problems.push(`should not ship ${n}`);
   }
 }

@@ -76,6 +76,8 @@ type cursor struct {
 	g *nodeGraph // built on first use (rank.go)
 
 	snippets bool // the client takes snippet syntax (snippets.go)
+
+	words map[string]bool // identifiers of the latest text (textWords)
 }
 
 // A frame is an open bracket of the local text, or the container itself.
@@ -770,15 +772,49 @@ func targetKind(key string) string {
 
 // nodeIDs lists the node ids in source order.
 func (c *cursor) nodeIDs() []string {
+	var ids []string
 	if len(c.info.Order) > 0 {
-		return c.info.Order
+		ids = c.info.Order
+	} else {
+		ids = make([]string, 0, len(c.info.Nodes))
+		for id := range c.info.Nodes {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
 	}
-	ids := make([]string, 0, len(c.info.Nodes))
-	for id := range c.info.Nodes {
-		ids = append(ids, id)
+	// The compiled snapshot may be an edit older than the text: a node
+	// whose name was being typed (`shi` of `ship`) is in it and not in the
+	// text. Offer only names the text still has.
+	words := c.textWords()
+	kept := ids[:0:0]
+	for _, id := range ids {
+		if words[id] {
+			kept = append(kept, id)
+		}
 	}
-	sort.Strings(ids)
-	return ids
+	return kept
+}
+
+// textWords returns the identifiers of the latest text, once per request.
+func (c *cursor) textWords() map[string]bool {
+	if c.words != nil {
+		return c.words
+	}
+	c.words = map[string]bool{}
+	src := c.src
+	for i := 0; i < len(src); {
+		if !isIdentByte(src[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(src) && isIdentByte(src[j]) {
+			j++
+		}
+		c.words[string(src[i:j])] = true
+		i = j
+	}
+	return c.words
 }
 
 func (c *cursor) addNode(id, order string) {

@@ -199,6 +199,31 @@ func TestCompletionUsesLastCompiledInfo(t *testing.T) {
 	}
 }
 
+// TestCompletionStaleNodeNames: the compiled snapshot is an edit older than
+// the text; a node name it has that the text no longer has (`shi`, while
+// `ship` was typed) is not offered: after it, it would name the node
+// itself (found by the VS Code end-to-end test, one run in three).
+func TestCompletionStaleNodeNames(t *testing.T) {
+	c := newTestClient(t, Options{Debounce: 10_000_000_000}, nil) // changes are not compiled on their own
+	c.initialize()
+	uri := "file:///stale2.wf"
+	c.open(uri, "workflow w {\n  task charge { run \"noop\" }\n  task shi { run \"noop\" }\n}\n")
+	c.diagnostics(uri, 1)
+	text, p := marked(t, "workflow w {\n  task charge { run \"noop\" }\n  task ship after | { run \"noop\" }\n}\n")
+	c.changeFull(uri, 2, text)
+	var list struct {
+		Items []completionItem `json:"items"`
+	}
+	c.mustCall("textDocument/completion", tdp(uri, p), &list)
+	var got []string
+	for _, it := range list.Items {
+		got = append(got, it.Label)
+	}
+	if len(got) != 1 || got[0] != "charge" {
+		t.Errorf("items = %q, want only charge", got)
+	}
+}
+
 // TestCompletionTriggers: after a space only node ids and values pop up,
 // after a quote only handler names.
 func TestCompletionTriggers(t *testing.T) {

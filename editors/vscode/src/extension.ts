@@ -15,7 +15,6 @@ const CLIENT_NAME = 'wfc language server';
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let traceOutput: vscode.LogOutputChannel;
-let watcher: vscode.FileSystemWatcher;
 // Starts and stops run one at a time, in order.
 let queue: Promise<void> = Promise.resolve();
 
@@ -27,13 +26,13 @@ function enqueue(step: () => Promise<void>): Promise<void> {
 export function activate(context: vscode.ExtensionContext): void {
   output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
   traceOutput = vscode.window.createOutputChannel(`${CLIENT_NAME} (trace)`, { log: true });
-  // The server is told about .wf files changing on disk, so imports and
-  // `uses` children are re-checked.
-  watcher = vscode.workspace.createFileSystemWatcher('**/*.wf');
+  // .wf files changing on disk (imports, `uses` children) reach the server
+  // through the watcher it registers itself (workspace/didChangeWatchedFiles,
+  // dynamic registration): a watcher of the extension's own would report
+  // every change twice.
   context.subscriptions.push(
     output,
     traceOutput,
-    watcher,
     vscode.commands.registerCommand('wfc.restartServer', () => restart('restart requested')),
     vscode.commands.registerCommand('wfc.showOutput', () => output.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
@@ -94,7 +93,6 @@ async function start(): Promise<void> {
       { scheme: 'file', language: LANGUAGE_ID },
       { scheme: 'untitled', language: LANGUAGE_ID },
     ],
-    synchronize: { fileEvents: watcher },
     outputChannel: output,
     traceOutputChannel: traceOutput,
     revealOutputChannelOn: RevealOutputChannelOn.Never,

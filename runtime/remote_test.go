@@ -158,7 +158,7 @@ func TestRemoteLeaseExpiry(t *testing.T) {
 // Heartbeats keep a task past its lease; no other poller takes it.
 func TestRemoteHeartbeat(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		v, r := remoteEnv(t, b, 300*time.Millisecond)
+		v, r := remoteEnv(t, b, time.Second)
 		run := v.submit(remoteWF(t), map[string]any{"who": "ada"})
 		task := poll(t, r, "slow", "crm.lookup")
 		ctx, cancel := context.WithCancel(v.ctx)
@@ -166,12 +166,12 @@ func TestRemoteHeartbeat(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := r.Poll(ctx, "thief", []string{"crm.lookup"}, 1200*time.Millisecond)
+			got, err := r.Poll(ctx, "thief", []string{"crm.lookup"}, 2500*time.Millisecond)
 			if err != nil && ctx.Err() == nil || got != nil {
 				t.Errorf("a task kept alive went to another poller: %v %v", got, err)
 			}
 		}()
-		for range 12 {
+		for range 25 {
 			time.Sleep(100 * time.Millisecond)
 			if _, err := r.Heartbeat(v.ctx, task.ID, task.Lease); err != nil {
 				t.Fatal(err)

@@ -66,9 +66,17 @@ type RemoteOptions struct {
 	// consumer groups (default DefaultDeadAfter). It counts as live in
 	// the registry for three leases after its last poll or heartbeat.
 	DeadAfter time.Duration
+	// Blocking is how many polls of this process may wait in a blocking
+	// read at once, each holding a connection of the engine's pool
+	// (default 4); the others look every 100 ms without blocking, so that
+	// many idle pollers cannot take every connection.
+	Blocking int
 	// Logger receives the logs (default slog.Default()).
 	Logger *slog.Logger
 }
+
+// idleLook is how often a poll that may not block looks for a task.
+const idleLook = 100 * time.Millisecond
 
 // Bounds of a poll.
 const (
@@ -118,6 +126,7 @@ type Remote struct {
 	log   *slog.Logger
 	beat  *redis.Script
 	drop  *redis.Script
+	block chan struct{} // a value per poll in a blocking read (Blocking)
 	mu    sync.Mutex
 	ready map[string]bool      // streams whose consumer group exists
 	claim map[string]string    // stream -> XAUTOCLAIM's cursor
@@ -145,6 +154,9 @@ func (e *Engine) NewRemote(opts RemoteOptions) (*Remote, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Blocking <= 0 {
+		opts.Blocking = 4
+	}
 	scripts := map[string]*redis.Script{}
 	for _, name := range []string{"remotebeat", "remotedrop"} {
 		src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
@@ -159,7 +171,7 @@ func (e *Engine) NewRemote(opts RemoteOptions) (*Remote, error) {
 		VisibilityTimeout: opts.Lease, RunningAfter: -1, Consumer: "remote", Logger: opts.Logger, DeadAfter: opts.DeadAfter,
 	})
 	return &Remote{
-		e: e, w: w, opts: opts, log: w.log, beat: scripts["remotebeat"], drop: scripts["remotedrop"],
+		e: e, w: w, opts: opts, log: w.log, block: make(chan struct{}, opts.Blocking), beat: scripts["remotebeat"], drop: scripts["remotedrop"],
 		ready: map[string]bool{}, claim: map[string]string{}, moved: map[string]time.Time{}, trims: map[string]time.Time{},
 	}, nil
 }
@@ -207,16 +219,32 @@ func (r *Remote) Poll(ctx context.Context, worker string, names []string, wait t
 		left := time.Until(deadline)
 		// One shard blocks per round (the others are read without
 		// waiting), rotating, so that a multi-shard poll sees them all.
+		blocking := false
+		if left > 0 {
+			select {
+			case r.block <- struct{}{}:
+				blocking = true
+			default:
+			}
+		}
 		for i := range shards {
 			s := (round + i) % shards
 			block := time.Duration(-1)
-			if i == shards-1 && left > 0 {
+			if i == shards-1 && blocking {
 				block = min(left, pollSlice)
 			}
 			t, err := r.read(ctx, s, queues, consumer, serves, block)
 			if t != nil || err != nil {
+				if blocking {
+					<-r.block
+				}
 				return t, err
 			}
+		}
+		if blocking {
+			<-r.block
+		} else if left > 0 && !sleepCtx(ctx, min(left, idleLook)) {
+			return nil, ctx.Err()
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -19,7 +19,7 @@ func remoteEnv(t *testing.T, b backend, lease time.Duration) (*env, *Remote) {
 	t.Helper()
 	v := newEnv(t, b)
 	v.worker()
-	r, err := v.e.NewRemote(RemoteOptions{Lease: lease, MaxWait: 5 * time.Second, MaxDeliveries: 10, Logger: testLogger(t)})
+	r, err := v.e.NewRemote(RemoteOptions{Lease: lease, MaxWait: 5 * time.Second, MaxDeliveries: 10, Blocking: 2, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

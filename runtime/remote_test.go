@@ -346,3 +346,63 @@ func TestRemoteBadInput(t *testing.T) {
 		v.wait(run)
 	})
 }
+
+// Two processes serve the same pollers: a task polled through one is
+// beaten and completed through the other (all the state is in Redis).
+func TestRemoteTwoProcesses(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v, r := remoteEnv(t, b, 5*time.Second)
+		e2 := openEngine(t, backend{"same", func(testing.TB) string { return engineURL(v.e) }}, Options{Prefix: v.e.opts.Prefix})
+		r2, err := e2.NewRemote(RemoteOptions{Lease: 5 * time.Second, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := v.submit(remoteWF(t), map[string]any{"who": "ada"})
+		task := poll(t, r, "p", "crm.lookup")
+		if _, err := r2.Heartbeat(v.ctx, task.ID, task.Lease); err != nil {
+			t.Fatal(err)
+		}
+		if err := r2.Complete(v.ctx, task.ID, task.Lease, json.RawMessage(`{"name":"via two"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Complete(v.ctx, task.ID, task.Lease, json.RawMessage(`{"name":"again"}`)); !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("second completion through the first process: %v", err)
+		}
+		if st := v.wait(run); string(st.Result) != `{"b":{"name":"via two"}}` {
+			t.Fatalf("%s %s", st.Result, st.Error)
+		}
+	})
+}
+
+// A task whose pollers die every time is given up after MaxDeliveries:
+// its node fails with code lost, as with wfc worker.
+func TestRemotePoison(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v, _ := remoteEnv(t, b, time.Second)
+		r, err := v.e.NewRemote(RemoteOptions{Lease: 150 * time.Millisecond, MaxDeliveries: 2, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := v.submit(remoteWF(t), map[string]any{"who": "ada"})
+		for i := range 2 {
+			if task := poll(t, r, fmt.Sprintf("dies%d", i), "crm.lookup"); task.Attempt != 1 {
+				t.Fatalf("delivery %d: %s", i+1, dump(task))
+			}
+		}
+		// The third delivery is not handed out.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			task, err := r.Poll(v.ctx, "dies2", []string{"crm.lookup"}, 300*time.Millisecond)
+			if err != nil || task != nil {
+				t.Fatalf("a poisoned task was handed out: %v %v", task, err)
+			}
+			if st, _ := v.e.Status(v.ctx, run); st.State != RunRunning || time.Now().After(deadline) {
+				break
+			}
+		}
+		st := v.wait(run)
+		if ns := st.Nodes["b"]; st.State != RunFailed || ns == nil || ns.Code != CodeLost {
+			t.Fatalf("%s %s %s", st.State, st.Error, dump(st.Nodes["b"]))
+		}
+	})
+}

@@ -470,11 +470,35 @@ func (r *Remote) offer(ctx context.Context, shard int, q string, m redis.XMessag
 	if err := r.w.st.rdb.Set(context.WithoutCancel(ctx), r.leaseKey(shard, q, m.ID), sum, r.opts.Lease).Err(); err != nil {
 		return nil, err
 	}
+	if f.tok.Kind == "exec" {
+		r.started(context.WithoutCancel(ctx), f, req.Attempt)
+	}
 	return &RemoteTask{
 		ID: taskID(shard, q, m.ID), Lease: lease, LeaseMS: r.opts.Lease.Milliseconds(),
 		Handler: req.Handler, RunID: req.RunID, Workflow: req.Workflow, Node: req.Node, Iteration: req.Iteration,
 		Item: req.Item, Attempt: req.Attempt, Config: req.Config, IdempotencyKey: req.IdempotencyKey, Compensation: req.Compensation,
 	}, nil
+}
+
+// started marks a task's execution running (started.lua, as a worker
+// does for a handler that runs a while): status and events show that a
+// worker has it. The script guards against a late or repeated mark.
+func (r *Remote) started(ctx context.Context, f *flight, attempt int) {
+	m, err := r.w.st.meta(ctx, f.tok.Run)
+	if err != nil {
+		return
+	}
+	b := r.w.st.base(m.ref(), nil)
+	a := struct {
+		base
+		Node    string `json:"node"`
+		Iter    string `json:"iter"`
+		Gen     int    `json:"gen"`
+		Attempt int    `json:"attempt"`
+	}{b, f.tok.Node, f.tok.Iter, f.tok.Gen, attempt}
+	if _, err := r.w.st.call(ctx, "started", m.ref(), a); err != nil {
+		r.log.Debug("wfc remote: marking an execution running", "run", f.tok.Run, "node", f.tok.Node, "err", err)
+	}
 }
 
 // flight returns a flight for a message handled outside a worker's loops;

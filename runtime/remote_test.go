@@ -78,10 +78,10 @@ func TestRemoteTask(t *testing.T) {
 			task.IdempotencyKey != run+"/b" || string(task.Config) != `{"who":"ada"}` || task.LeaseMS != 5000 || len(task.Lease) < 40 {
 			t.Fatalf("task %s", dump(task))
 		}
-		// The poller is live in the registry: b no longer waits for one.
+		// The poller is live in the registry; b runs.
 		st, _ := v.e.Status(v.ctx, run)
-		if w := st.Nodes["b"].Waiting; w != "" {
-			t.Fatalf("b still waits with a poller: %q", w)
+		if ns := st.Nodes["b"]; ns.Waiting != "" || ns.State != NodeRunning {
+			t.Fatalf("b with a poller: %s", dump(ns))
 		}
 		ws, _ := v.e.Workers(v.ctx)
 		found := false

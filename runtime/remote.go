@@ -206,13 +206,20 @@ func (r *Remote) Poll(ctx context.Context, worker string, names []string, wait t
 	}
 	deadline := time.Now().Add(min(max(wait, 0), r.opts.MaxWait))
 	shards := max(r.w.ks.shards, 1)
+	active := make([][]string, shards)
 	for round := 0; ; round++ {
-		for s := range shards {
-			if err := r.prepare(ctx, s, queues); err != nil {
+		blockShard := -1 // a shard with queues to read
+		for i := range shards {
+			s := (round + i) % shards
+			if active[s], err = r.prepare(ctx, s, queues); err != nil {
 				return nil, err
 			}
+			if len(active[s]) == 0 {
+				continue
+			}
+			blockShard = s
 			// Leases that expired first: their tasks waited longest.
-			if t, err := r.claimExpired(ctx, s, queues, consumer, serves); t != nil || err != nil {
+			if t, err := r.claimExpired(ctx, s, active[s], consumer, serves); t != nil || err != nil {
 				return t, err
 			}
 		}
@@ -220,7 +227,7 @@ func (r *Remote) Poll(ctx context.Context, worker string, names []string, wait t
 		// One shard blocks per round (the others are read without
 		// waiting), rotating, so that a multi-shard poll sees them all.
 		blocking := false
-		if left > 0 {
+		if left > 0 && blockShard >= 0 {
 			select {
 			case r.block <- struct{}{}:
 				blocking = true
@@ -229,11 +236,15 @@ func (r *Remote) Poll(ctx context.Context, worker string, names []string, wait t
 		}
 		for i := range shards {
 			s := (round + i) % shards
-			block := time.Duration(-1)
-			if i == shards-1 && blocking {
-				block = min(left, pollSlice)
+			if len(active[s]) == 0 {
+				continue
 			}
-			t, err := r.read(ctx, s, queues, consumer, serves, block)
+			block := time.Duration(-1)
+			if s == blockShard && blocking {
+				// (At least 1 ms: BLOCK 0 would wait for ever.)
+				block = max(min(left, pollSlice), time.Millisecond)
+			}
+			t, err := r.read(ctx, s, active[s], consumer, serves, block)
 			if t != nil || err != nil {
 				if blocking {
 					<-r.block
@@ -305,29 +316,38 @@ func clipName(s string) string {
 	return s
 }
 
-// prepare makes the shard's consumer groups of the queues once, moves
-// their due timers (retries) to the queues and trims them, as a worker's
-// timer loop does for its queues: no wfc worker serves them.
-func (r *Remote) prepare(ctx context.Context, shard int, queues []string) error {
+// prepare returns the queues of the shard that exist — some run used
+// their handler, which created their stream and consumer group; a poll
+// creates no key, so that polls for made-up names cost Redis nothing —
+// and, as a worker's timer loop does for its queues, moves their due
+// timers (retries) to them and trims them: no wfc worker serves them.
+func (r *Remote) prepare(ctx context.Context, shard int, queues []string) ([]string, error) {
 	now := time.Now()
+	var active []string
 	for _, q := range queues {
 		stream := r.w.ks.stream(shard, q)
 		r.mu.Lock()
 		ready, moved, trimmed := r.ready[stream], r.moved[stream], r.trims[stream]
-		if len(r.moved) > 10000 {
-			clear(r.moved)
-			clear(r.trims)
-			clear(r.claim)
-		}
 		r.mu.Unlock()
 		if !ready {
-			if err := r.w.st.ensureGroup(ctx, stream); err != nil {
-				return err
+			err := r.w.st.rdb.XGroupCreate(ctx, stream, Group, "0").Err()
+			if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				continue // no such stream (yet)
 			}
 			r.mu.Lock()
+			if len(r.ready) > 10000 {
+				clear(r.ready)
+				clear(r.moved)
+				clear(r.trims)
+				clear(r.claim)
+			}
 			r.ready[stream] = true
 			r.mu.Unlock()
 		}
+		active = append(active, q)
 		if now.Sub(moved) >= r.w.opts.TimerInterval {
 			r.mu.Lock()
 			r.moved[stream] = now
@@ -336,7 +356,7 @@ func (r *Remote) prepare(ctx context.Context, shard int, queues []string) error 
 			for {
 				n, err := r.w.st.scripts["promote"].Run(ctx, r.w.st.rdb, keys, nowMS(), 100).Int()
 				if err != nil {
-					return err
+					return nil, err
 				}
 				if n < 100 {
 					break
@@ -352,7 +372,7 @@ func (r *Remote) prepare(ctx context.Context, shard int, queues []string) error 
 			}
 		}
 	}
-	return nil
+	return active, nil
 }
 
 // claimExpired takes a message of the shard's queues whose lease expired

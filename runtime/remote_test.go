@@ -321,6 +321,13 @@ func TestRemoteBadInput(t *testing.T) {
 				t.Errorf("complete %q: %v", id, err)
 			}
 		}
+		// A poll for a handler no run used creates no key.
+		if task, err := r.Poll(v.ctx, "ok", []string{"made.up"}, 150*time.Millisecond); task != nil || err != nil {
+			t.Fatalf("poll of a made-up handler: %v %v", task, err)
+		}
+		if n, _ := v.e.st.rdb.Exists(v.ctx, v.e.st.ks.stream(0, HandlerQueue("made.up"))).Result(); n != 0 {
+			t.Fatal("a poll created a queue")
+		}
 		// A cancelled poll returns its context's error; the task stays
 		// for the next poller at once (not after a lease).
 		ctx, cancel := context.WithCancel(v.ctx)

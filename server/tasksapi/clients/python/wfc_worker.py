@@ -36,6 +36,17 @@ __all__ = ["Worker", "Task", "TaskError", "APIError"]
 _MAX_RESPONSE = 16 << 20  # bytes of a response read
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the token goes to the server's URL only (a 3xx
+    becomes an HTTPError)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
 class TaskError(Exception):
     """A typed handler failure: code ([A-Za-z0-9._-]+), message, and
     whether another attempt may help (the node's retry policy decides)."""
@@ -112,7 +123,7 @@ class Worker:
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+            with _opener.open(req, timeout=self.timeout) as resp:
                 raw = resp.read(_MAX_RESPONSE + 1)
                 if resp.status == 204 or not raw:
                     return None

@@ -68,6 +68,8 @@ type job struct {
 	// give, when not nil, lets the completion's batch hand the message's
 	// slot to a message it reads; it is set to true when it did.
 	give *bool
+	// remote, when set, runs every handler call (flight.remote).
+	remote handlers.Func
 }
 
 // poisonErr is the failure of an execution whose message was delivered too
@@ -83,7 +85,7 @@ func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
 		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", f.raw)
 		return w.st.rdb.XAck(ctx, stream, Group, id).Err()
 	}
-	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: f.q, ID: id}, strm: stream, poison: f.poison, pre: pre, give: give}
+	j := &job{w: w, ctx: ctx, tok: tok, msg: &msgRef{Q: f.q, ID: id}, strm: stream, poison: f.poison, pre: pre, give: give, remote: f.remote}
 	var m *runMeta
 	var err error
 	if pre != nil && pre.m != nil {
@@ -768,7 +770,11 @@ func backoffDelay(r *ir.Retry, k int) time.Duration {
 
 // call runs a handler for this execution with the node's attempt timeout.
 func (j *job) call(name string, cfg json.RawMessage, item int, comp bool) (json.RawMessage, error) {
-	h, ok := j.w.opts.Handlers.Lookup(name)
+	var h handlers.Handler = j.remote
+	ok := j.remote != nil
+	if !ok {
+		h, ok = j.w.opts.Handlers.Lookup(name)
+	}
 	if !ok {
 		return nil, handlers.Errorf(CodeNoHandler, false, "no handler %q is registered on worker %s", name, j.w.opts.Consumer)
 	}

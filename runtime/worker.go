@@ -839,6 +839,9 @@ type flight struct {
 	done bool
 	// gave: the handler's slot went to a message its completion read.
 	gave bool
+	// remote, when set, runs the execution's handler instead of the
+	// registry (remote.go: a task leased to an external worker).
+	remote handlers.Func
 }
 
 // dispatchN hands one message to a handler goroutine; the caller holds a

@@ -48,7 +48,7 @@
 //	        [--secrets-file F] [--json] [-q] FILE
 //	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
 //	        [--http-allow HOSTS] [--http-deny HOSTS] [--secrets-file F]
-//	        [--dead-after D]
+//	        [--dead-after D] [--handler NAME=URL]...
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
 //	wfc events --redis URL --children RUN

@@ -649,6 +649,8 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	deadAfter := fs.Duration("dead-after", runtime.DefaultDeadAfter, "count a worker dead, and remove its consumer from the queues once it has no pending messages, when its registry heartbeat is older than `DURATION`")
 	conc := fs.Int("concurrency", 8, "handlers run at once")
 	hf := addHandlerFlags(fs, env)
+	services := &serviceFlags{}
+	fs.Var(services, "handler", "run handler `NAME=URL` as an HTTP service: each task is POSTed to URL and the JSON response is its output (docs/handlers.md); repeatable")
 	secretsFile := fs.String("secrets-file", "", "secrets for secret inputs: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	verbose := fs.Bool("v", false, "log each node execution")
 	args, code, ok := fs.parse(env, args)
@@ -679,6 +681,9 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required: a worker serves a shared Redis")
 	}
 	reg, err := hf.registry()
+	if err == nil {
+		err = services.register(reg)
+	}
 	if err != nil {
 		return fs.usageError(env, "%v", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 )
 
-
 func TestApplyPatch(t *testing.T) {
 	base := sequence()
 	if err := Analyze(base); err != nil {

@@ -29,7 +29,7 @@ var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "f
 // heartbeat, release) or on a worker's consumers (reap), or, as the fast paths of complete and start
 // (advance, begin), on the run KEYS with positional arguments and only
 // step.lua before them.
-var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin"}
+var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "deploy"}
 
 // preludes are the files a script's body follows, by script: step.lua
 // (what every script writing a run's steps shares) and lib.lua.

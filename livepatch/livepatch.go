@@ -88,6 +88,9 @@ func Apply(ctx context.Context, eng *runtime.Engine, req Request) (*Result, erro
 		if err != nil {
 			return nil, err
 		}
+		if cur.Status != runtime.RunRunning {
+			return nil, &runtime.PatchRefusedError{Run: req.Run, Reasons: []string{fmt.Sprintf("the run is %s: only a running run can be patched", cur.Status)}}
+		}
 		patch := req.Patch
 		if req.From != nil {
 			if patch, err = ir.Diff(cur.Workflow, req.From); err != nil {

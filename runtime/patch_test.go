@@ -181,6 +181,9 @@ func TestPatchRefused(t *testing.T) {
 		run := v.submit(w, nil)
 		v.waitStarted()
 		waitNode(t, v, run, "z", NodeCompleted)
+		// j's handler blocks; once it is marked running (RunningAfter) the
+		// run stays still until the test unblocks it.
+		waitNode(t, v, run, "j", NodeRunning)
 		cases := []struct{ name, patch, want string }{
 			{"remove completed node", `[{"op":"test","path":"/nodes/2/id","value":"z"},{"op":"remove","path":"/nodes/2"}]`, "node z cannot be removed: it has started"},
 			{"edge from finished node into fired join", `[{"op":"add","path":"/edges/-","value":{"from":"z","to":"j","kind":"after"}}]`, "node j cannot be re-wired in front"},
@@ -340,6 +343,7 @@ func TestPatchGraphGuard(t *testing.T) {
 		v.worker()
 		run := v.submit(w, nil)
 		v.waitStarted()
+		waitNode(t, v, run, "b", NodeRunning)
 		m, err := v.e.st.meta(v.ctx, run)
 		if err != nil {
 			t.Fatal(err)

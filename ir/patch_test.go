@@ -176,7 +176,7 @@ func TestDiffReadable(t *testing.T) {
 	for _, o := range ops {
 		got = append(got, o.Op+" "+o.Path)
 	}
-	want := "add /edges/-,add /nodes/-"
+	want := "add /nodes/-,add /edges/-"
 	if strings.Join(got, ",") != want {
 		t.Errorf("diff ops = %v, want %s\n%s", got, want, patch)
 	}

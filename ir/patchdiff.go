@@ -49,7 +49,7 @@ func Diff(old, new *Workflow) ([]byte, error) {
 		return nil, err
 	}
 	var ops []PatchOp
-	for _, k := range unionKeys(a, b) {
+	for _, k := range docOrder(unionKeys(a, b)) {
 		if derivedTop[k] {
 			continue
 		}
@@ -102,6 +102,22 @@ func diffDoc(w *Workflow) (map[string]json.RawMessage, error) {
 		}
 	}
 	return m, nil
+}
+
+// topOrder is the order of a document's fields (Workflow's), which Diff's
+// operations follow: nodes before the edges between them.
+var topOrder = []string{"ir_version", "name", "version", "description", "settings", "inputs", "outputs", "handlers", "nodes", "edges", "finally", "goals", "children"}
+
+// docOrder sorts keys in document order, unknown ones last.
+func docOrder(keys []string) []string {
+	rank := func(k string) int {
+		if i := slices.Index(topOrder, k); i >= 0 {
+			return i
+		}
+		return len(topOrder)
+	}
+	slices.SortStableFunc(keys, func(x, y string) int { return rank(x) - rank(y) })
+	return keys
 }
 
 func unionKeys(a, b map[string]json.RawMessage) []string {

@@ -9,9 +9,12 @@
 // document without its source; Decode and DecodeYAML read documents
 // strictly and within limits, because the runtime also accepts IR from
 // outside (live patches, stored runs). Marshal writes a stable encoding and
-// Hash a content address that ignores source locations.
+// Hash a content address that ignores source locations. ApplyPatch applies
+// an RFC 6902 patch (a live patch, docs/patching.md) within limits and
+// returns the decoded, analyzed and validated result; Diff makes the patch
+// between two workflows, with test operations guarding each index.
 //
 // The format is described in docs/ir.md and by the JSON Schema in Schema.
-// The package is a leaf: it imports only the standard library, go-yaml and
-// jsonschema.
+// The package is a leaf: it imports only the standard library, go-yaml,
+// jsonschema and json-patch.
 package ir

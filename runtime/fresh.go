@@ -129,7 +129,7 @@ func (f *freshness) prefetched(res []redis.XStream, told func(*Token) *runMeta) 
 			if rm == nil && told != nil {
 				rm, p.told = told(&p.tok), true
 			}
-			if rm == nil || rm.Gen != p.tok.Gen {
+			if rm == nil || rm.Gen != p.tok.Gen || p.tok.Graph != "" && rm.Graph != p.tok.Graph {
 				continue
 			}
 			p.m = rm

@@ -78,8 +78,20 @@ func (j *job) poisonErr() error {
 	return handlers.Errorf(CodeLost, false, "gave up after %d deliveries: the workers handling it died or lost it every time", j.poison)
 }
 
-// process handles a message in flight; give is as for job.give.
+// process handles a message in flight; give is as for job.give. A job
+// that met a graph a patch changed (errGraphChanged) is handled again on
+// the run's current version (patch.go).
 func (w *Worker) process(ctx context.Context, f *flight, give *bool) error {
+	err := w.processOnce(ctx, f, give)
+	for try := 0; try < 3 && errors.Is(err, errGraphChanged); try++ {
+		w.fresh.forget(f.tok.Run)
+		f.pre = nil
+		err = w.processOnce(ctx, f, give)
+	}
+	return err
+}
+
+func (w *Worker) processOnce(ctx context.Context, f *flight, give *bool) error {
 	stream, id, tok, pre := f.stream, f.m.ID, f.tok, f.pre
 	if f.notToken {
 		w.log.Error("wfc worker: dropping a message that is not a token", "stream", stream, "id", id, "token", f.raw)
@@ -331,6 +343,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 		}
 		args = append(args, s.id, q, nin)
 	}
+	args = append(args, j.m.Graph) // the graph decided from (a patch may change it)
 	reply, err := j.batched(j.w.st.scripts["advance"], j.w.st.ks.advanceKeys(j.ref.id, j.ref.queues), args...)
 	res, _ := reply.(string)
 	if err != nil {
@@ -553,11 +566,19 @@ func (j *job) checkOutput(out json.RawMessage) error {
 
 // succeed routes a node that ran: loop, then branch, then plain edges.
 func (j *job) succeed(out json.RawMessage, act vars) error {
-	real, loop, err := j.decide(out, act)
-	if err != nil {
-		return j.evalFailed(err, -1)
+	for try := 0; ; try++ {
+		real, loop, err := j.decide(out, act)
+		if err != nil {
+			return j.evalFailed(err, -1)
+		}
+		err = j.complete(completeArgs{Mode: "ok", Output: string(out), Real: real, Loop: loop, Item: -1})
+		// A patch changed the run's graph meanwhile: decide again on the
+		// current version, without running the handler again.
+		if try < 3 && errors.Is(err, errGraphChanged) && j.reload() == nil {
+			continue
+		}
+		return err
 	}
-	return j.complete(completeArgs{Mode: "ok", Output: string(out), Real: real, Loop: loop, Item: -1})
 }
 
 // decide evaluates a node's loop and branch on its output and returns the

@@ -368,6 +368,8 @@ func Replay(run string, events []Event) (*Status, error) {
 			st.Finally, st.FinallyError = "", ""
 			st.Gen, _ = strconv.Atoi(f["gen"])
 			st.Counter, _ = strconv.ParseInt(f["counter"], 10, 64)
+		case "patch.applied":
+			st.IR = f["new"]
 		case "comp.queued":
 			st.Compensation = "running"
 		case "comp.done":

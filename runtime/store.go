@@ -23,13 +23,13 @@ import (
 var scriptFS embed.FS
 
 // runScripts are the scripts that share lib.lua and the run KEYS layout.
-var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started", "await", "decide", "wait", "flow", "listen", "signal"}
+var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started", "await", "decide", "wait", "flow", "listen", "signal", "patch"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
 // heartbeat, release) or on a worker's consumers (reap), or, as the fast paths of complete and start
 // (advance, begin), on the run KEYS with positional arguments and only
 // step.lua before them.
-var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin"}
+var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "deploy"}
 
 // preludes are the files a script's body follows, by script: step.lua
 // (what every script writing a run's steps shares) and lib.lua.
@@ -190,6 +190,9 @@ func (s *store) callWith(ctx context.Context, name string, r runRef, args any, r
 		if msg, ok := strings.CutPrefix(err.Error(), "ERR wfc: "); ok {
 			if strings.HasPrefix(msg, "unknown run ") {
 				return "", unknownRun(r.id)
+			}
+			if msg == "graph changed" {
+				return "", errGraphChanged
 			}
 			return "", errors.New(msg)
 		}

@@ -732,12 +732,16 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
 	wait := fs.Bool("wait", false, "wait for the run to end, printing progress, and exit like 'wfc run'")
 	quiet := fs.Bool("q", false, "with --wait, do not print node progress")
+	tag := fs.String("tag", "", "run the current version of the tag `NAME` (wfc deploy) instead of a file")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
 		return code
 	}
 	if env, code, ok = rf.check(fs, env); !ok {
 		return code
+	}
+	if *tag != "" {
+		return submitTag(ctx, env, fs, rf, *tag, args, inputs, *inputFile)
 	}
 	if len(args) != 1 {
 		return fs.usageError(env, "submit takes one workflow file")

@@ -52,7 +52,14 @@ local function keeprun()
   redis.call('HDEL', STATE, 'run|finally', 'run|finally_error')
 end
 
-local function fail(msg) return redis.error_reply('ERR wfc: ' .. msg) end
+-- STALE: header found the caller's graph older than the run's (a patch
+-- changed it); every script then replies with fail's error, whatever
+-- message it gives.
+local STALE = false
+local function fail(msg)
+  if STALE then return redis.error_reply('ERR wfc: graph changed') end
+  return redis.error_reply('ERR wfc: ' .. msg)
+end
 
 -- run|bytes: the bytes of the values the run has stored — outputs, errors,
 -- for_each items and item results, its result — each counted once, when
@@ -455,6 +462,14 @@ local function header()
   GEN = tonumber(m[2])
   RET = tonumber(m[3] or '0') or 0
   GSFX, MAXHOPS = m[4] or '', tonumber(m[5] or '0') or 0
+  -- A caller that read the run's graph before a patch (patch.lua) changed
+  -- it would route on the old one: refused before any write, and the
+  -- caller reads the run again (runtime.errGraphChanged): header says
+  -- nil, and the script's fail replies so.
+  if GSFX ~= '' and string.sub(GRAPH, -#GSFX - 7) ~= ':graph:' .. GSFX then
+    STALE = true
+    return nil
+  end
   return m[1]
 end
 

@@ -990,8 +990,13 @@ func (w *Worker) heartbeat(ctx context.Context, f *flight) {
 		if f.tok.Kind == "comp" {
 			want = RunFailed
 		}
-		if st, ok := v[0].(string); err == nil && ok {
-			xs, _ := v[1].(string)
+		var st, xs string
+		ok := false
+		if err == nil && len(v) == 2 {
+			st, ok = v[0].(string)
+			xs, _ = v[1].(string)
+		}
+		if ok {
 			if st != want || f.tok.Kind == "exec" && xs == NodeCancelled {
 				cause := errRunEnded
 				if st == want {

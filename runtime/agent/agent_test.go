@@ -302,3 +302,27 @@ func TestToolLoop(t *testing.T) {
 		}
 	})
 }
+
+func TestLoadFakeAnswers(t *testing.T) {
+	got, err := LoadFakeAnswers([]byte(`[{"match": "Acme", "routes": ["a"], "times": 2}, {"status": 429, "retry_after": "1"}]`))
+	if err != nil || len(got) != 2 || got[0].Match != "Acme" || got[1].Status != 429 {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	for _, bad := range []string{`{}`, `[{"rout": ["a"]}]`, `[`, ``} {
+		if _, err := LoadFakeAnswers([]byte(bad)); err == nil {
+			t.Errorf("LoadFakeAnswers(%q) accepted", bad)
+		}
+	}
+}
+
+func TestFakeKey(t *testing.T) {
+	f := &Fake{Key: "k-123456"}
+	c, _ := fakeServer(t, f, Config{APIKey: "wrong-key"})
+	if _, err := c.Run(context.Background(), &Task{Model: "m", Prompt: "p"}); code(err) != CodeModel || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("err %v", err)
+	}
+	c, _ = fakeServer(t, f, Config{APIKey: "k-123456"})
+	if d, err := c.Run(context.Background(), &Task{Model: "m", Prompt: "p"}); err != nil || d.Text != "fake model: p" {
+		t.Fatalf("got %+v, %v", d, err)
+	}
+}

@@ -70,7 +70,11 @@ func LoadFakeAnswers(data []byte) ([]FakeAnswer, error) {
 	return out, nil
 }
 
-// Requests returns the requests served so far.
+// maxFakeRequests bounds the requests a Fake keeps (wfc fakemodel may
+// serve for a long time): the oldest go first.
+const maxFakeRequests = 1000
+
+// Requests returns the requests served so far (the last 1000).
 func (f *Fake) Requests() []Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -137,6 +141,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *Fake) pick(req *Request) FakeAnswer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(f.requests) >= maxFakeRequests {
+		f.requests = append(f.requests[:0], f.requests[1:]...)
+	}
 	f.requests = append(f.requests, *req)
 	if len(f.used) < len(f.Answers) {
 		f.used = append(f.used, make([]int, len(f.Answers)-len(f.used))...)

@@ -61,6 +61,11 @@ func Builtins() map[string]*HandlerInfo {
 
 // Default output types of the node kinds that run no handler.
 var (
-	agentOutput = obj(fld("route", ir.KindString), fld("text", ir.KindString))
+	// agentOutput is the decision runtime/agent records (docs/agents.md).
+	agentOutput = obj(fld("route", ir.KindString), ir.Field{Name: "routes", Type: listOf(ir.KindString)},
+		fld("defaulted", ir.KindBool), opt("problem", ir.KindString), fld("text", ir.KindString),
+		fld("reasoning", ir.KindString), fld("model", ir.KindString), fld("prompt_hash", ir.KindString),
+		ir.Field{Name: "usage", Type: *obj(fld("prompt_tokens", ir.KindInt), fld("completion_tokens", ir.KindInt), fld("total_tokens", ir.KindInt))},
+		fld("tool_calls", ir.KindInt))
 	humanOutput = obj(fld("approved", ir.KindBool), fld("approver", ir.KindString), opt("comment", ir.KindString))
 )

@@ -484,6 +484,9 @@ func (s *state) skeleton() *ir.Workflow {
 		}
 		if len(n.routes) > 0 {
 			in.Agent = &ir.Agent{}
+			if n.maxRoutes > 1 {
+				in.Agent.MaxRoutes = n.maxRoutes
+			}
 			for _, r := range n.routes {
 				in.Agent.Routes = append(in.Agent.Routes, r.Name)
 			}

@@ -20,7 +20,8 @@ var itemKinds = map[string][]string{
 	"run": {"task"}, "dispatch": {"task"}, "with": {"task", "agent", "flow"}, "for_each": {"task", "flow"},
 	"branch": {"task", "flow"}, "loop": {"task", "flow"}, "compensate": {"task", "flow"},
 	"model": {"agent"}, "temperature": {"agent"}, "prompt": {"agent", "human"},
-	"routes": {"agent"}, "default": {"agent"},
+	"routes": {"agent"}, "default": {"agent"}, "max_routes": {"agent"},
+	"tools": {"agent"}, "max_tool_calls": {"agent"}, "max_tokens": {"agent"},
 	"approvers": {"human"}, "on_timeout": {"human"}, "on_reject": {"human"},
 	"escalate_to": {"human"}, "escalate_after": {"human"},
 	"uses": {"flow"},
@@ -147,6 +148,16 @@ func (s *state) nodeItems(n *node) {
 		}
 		if len(n.dflt) > 0 && len(n.routes) == 0 {
 			s.errorf(diag.MissingItem, seen["default"].Rng(), "`default` needs `routes`: it is taken when the agent picks none of them")
+		}
+		if it := seen["max_routes"]; it != nil && n.maxRoutes > 0 {
+			if len(n.routes) == 0 {
+				s.errorf(diag.MissingItem, it.Rng(), "`max_routes` needs `routes`: it says how many of them the agent may pick")
+			} else if n.maxRoutes > len(n.routes) {
+				s.errorf(diag.BadValue, it.Rng(), "`max_routes %d` is more than the %d routes the agent has", n.maxRoutes, len(n.routes))
+			}
+		}
+		if seen["max_tool_calls"] != nil && len(n.tools) == 0 {
+			s.errorf(diag.MissingItem, seen["max_tool_calls"].Rng(), "`max_tool_calls` needs `tools`: it bounds the calls of the agent's tools")
 		}
 	case "human":
 		if seen["approvers"] == nil {
@@ -352,6 +363,41 @@ func (s *state) nodeItem(n *node, k *ast.Ident, it ast.Item) {
 			return
 		}
 		s.shapeError(k, it, "a string")
+	case "max_routes", "max_tool_calls", "max_tokens":
+		if st, ok := it.(*ast.Setting); ok {
+			hi := int64(1000)
+			if k.Name == "max_tokens" {
+				hi = 10_000_000
+			}
+			v := s.intValue(st, 1, hi)
+			switch k.Name {
+			case "max_routes":
+				n.maxRoutes = v
+			case "max_tool_calls":
+				n.maxToolCalls = v
+			default:
+				n.maxTokens = v
+			}
+			return
+		}
+		s.shapeError(k, it, "a positive integer")
+	case "tools":
+		if st, ok := it.(*ast.Setting); ok && st.Value.Kind == ast.ListValue {
+			seen := map[string]bool{}
+			for _, v := range st.Value.List {
+				switch {
+				case v.Kind != ast.IdentValue:
+					s.errorf(diag.BadValue, v.Range, "`tools [...]` lists tool names: tools [execute_pipeline, search_tools]")
+				case seen[v.Raw]:
+					s.errorf(diag.Duplicate, v.Range, "tool %s is listed twice", v.Raw)
+				default:
+					seen[v.Raw] = true
+					n.tools = append(n.tools, v.Raw)
+				}
+			}
+			return
+		}
+		s.shapeError(k, it, "a list of tool names: tools [execute_pipeline, search_tools]")
 	case "model":
 		if st, ok := it.(*ast.Setting); ok {
 			n.model = s.stringValue(st)

@@ -80,6 +80,11 @@ func edgeOutcomes(w *ir.Workflow, src *ir.Node, e ir.Edge) outcomeSet {
 		}
 		return outcomeSet{"default": true}
 	case ir.EdgeRoute:
+		if src.Agent != nil && src.Agent.MaxRoutes > 1 {
+			// Several routes may get real tokens together: the routes are
+			// not exclusive outcomes, and an edge to one tells nothing sure.
+			return nil
+		}
 		return outcomeSet{"route " + e.To: true}
 	case ir.EdgeError:
 		if len(src.ErrorRoutes) == 0 {

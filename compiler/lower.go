@@ -323,7 +323,11 @@ func (s *state) lowerNode(n *node, embedded map[string]*ir.Workflow) ir.Node {
 	}
 	switch n.kind {
 	case "agent":
-		a := &ir.Agent{Model: n.model, Temperature: n.temperature, Routes: names(n.routes), Default: names(n.dflt)}
+		a := &ir.Agent{Model: n.model, Temperature: n.temperature, Routes: names(n.routes), Default: names(n.dflt),
+			Tools: n.tools, MaxToolCalls: n.maxToolCalls, MaxTokens: n.maxTokens}
+		if n.maxRoutes > 1 {
+			a.MaxRoutes = n.maxRoutes
+		}
 		if n.prompt != nil {
 			a.Prompt = s.promptValue(n.prompt)
 		}

@@ -118,11 +118,14 @@ type node struct {
 	errRoutes  []errRoute   // the on_error lines, in order (a catch-all has no codes)
 	compensate *compDef
 
-	model       string
-	temperature *float64
-	prompt      *ast.String
-	routes      []*ast.Ident
-	dflt        []*ast.Ident
+	model                   string
+	temperature             *float64
+	prompt                  *ast.String
+	routes                  []*ast.Ident
+	dflt                    []*ast.Ident
+	maxRoutes               int      // max_routes: how many routes the agent may pick (0: one)
+	tools                   []string // tools: the tools the agent may call
+	maxToolCalls, maxTokens int
 
 	approvers     []string
 	approversExpr *ast.Expr // approvers given by an expression that is not a list of string literals

@@ -397,6 +397,15 @@ type Agent struct {
 	Prompt      Value    `json:"prompt"`
 	Routes      []string `json:"routes,omitempty"`
 	Default     []string `json:"default,omitempty"`
+	// MaxRoutes is how many of Routes the model may pick together, each
+	// getting a real token (0 or 1: exactly one).
+	MaxRoutes int `json:"max_routes,omitempty"`
+	// Tools names the tools the model may call (the worker must offer
+	// them); MaxToolCalls and MaxTokens bound the conversation (0: the
+	// worker's defaults).
+	Tools        []string `json:"tools,omitempty"`
+	MaxToolCalls int      `json:"max_tool_calls,omitempty"`
+	MaxTokens    int      `json:"max_tokens,omitempty"`
 }
 
 // A Human represents an approval step.

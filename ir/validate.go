@@ -465,6 +465,17 @@ func (v *validator) node(i int, seen map[string]bool) {
 		}
 		v.value(p.at("/agent/prompt"), &a.Prompt)
 		v.targets(p.at("/agent/routes"), n.ID, a.Routes)
+		if a.MaxRoutes < 0 || a.MaxRoutes > max(len(a.Routes), 1) {
+			v.addf(p.at("/agent/max_routes"), "must be between 1 and the number of routes (%d)", len(a.Routes))
+		}
+		if a.MaxToolCalls < 0 || a.MaxTokens < 0 {
+			v.addf(p.at("/agent"), "max_tool_calls and max_tokens must not be negative")
+		}
+		for i, t := range a.Tools {
+			if t == "" {
+				v.addf(p.at(fmt.Sprintf("/agent/tools/%d", i)), "empty tool name")
+			}
+		}
 		v.targets(p.at("/agent/default"), n.ID, a.Default)
 	}
 	if h := n.Human; h != nil {

@@ -32,6 +32,7 @@ func TestFastPathAgrees(t *testing.T) {
 		`workflow w { task a { routes a, } }`,
 		`workflow w { task a { approvers [1, 2,] x [] y [-1, "s", [z]] } }`,
 		`workflow w { human a { escalate_to ["x", 'y',] escalate_after 1h } human b { escalate_to input.x + ["y"] } human c { escalate_to [] } }`,
+		`workflow w { agent a { routes b, c  max_routes 2  tools [execute_pipeline, search_tools,]  max_tool_calls 5  max_tokens 4000 } }`,
 		`workflow w { input { a: map<string, list<{ b?: int }>> = {} } }`,
 		`workflow w { task a after b, c join any { branch { when x => a, b; else => c } } }`,
 		`workflow w { task a { when x > 1; timeout -5 } }`,

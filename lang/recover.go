@@ -199,6 +199,7 @@ var nodeItemKeywords = map[string]bool{
 	"routes": true, "default": true, "approvers": true, "on_timeout": true,
 	"on_reject": true, "uses": true, "description": true, "dispatch": true,
 	"escalate_to": true, "escalate_after": true,
+	"max_routes": true, "tools": true, "max_tool_calls": true, "max_tokens": true,
 }
 
 // notItemStart are words that continue a node header or an item; they never

@@ -22,6 +22,8 @@ var itemSnippet = map[string]string{
 	"default": "default => other", "approvers": `approvers ["a@x"]`, "on_timeout": "on_timeout reject",
 	"on_reject": "on_reject => other", "dispatch": `dispatch "x"`,
 	"escalate_to": `escalate_to ["b@x"]`, "escalate_after": "escalate_after 1h",
+	"max_routes": "routes other\n max_routes 1", "tools": "tools [search_tools]",
+	"max_tool_calls": "tools [search_tools]\n max_tool_calls 2", "max_tokens": "max_tokens 100",
 }
 
 func compileSnippet(src string) diag.List {

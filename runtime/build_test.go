@@ -177,6 +177,14 @@ func build(t testing.TB, s wfSpec) *ir.Workflow {
 		for _, tg := range n.OnError {
 			w.Edges = append(w.Edges, ir.Edge{From: n.ID, To: tg, Kind: ir.EdgeError})
 		}
+		if a := n.Agent; a != nil {
+			for _, tg := range a.Routes {
+				w.Edges = append(w.Edges, ir.Edge{From: n.ID, To: tg, Kind: ir.EdgeRoute})
+			}
+			for _, tg := range a.Default {
+				w.Edges = append(w.Edges, ir.Edge{From: n.ID, To: tg, Kind: ir.EdgeDefault})
+			}
+		}
 		if n.Human != nil {
 			for _, tg := range n.Human.OnReject {
 				w.Edges = append(w.Edges, ir.Edge{From: n.ID, To: tg, Kind: ir.EdgeReject})

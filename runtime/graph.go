@@ -175,9 +175,10 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 		n := &w.Nodes[i]
 		p.nodes[n.ID] = n
 		g := &gnode{Q: cmp.Or(qf(n.Handler), ctl)}
-		if n.Human != nil || n.Flow != nil {
-			// A human or flow node runs no handler: its token is the
-			// runtime's own.
+		if n.Human != nil || n.Flow != nil || n.Agent != nil {
+			// A human, flow or agent node runs no handler: its token is
+			// the runtime's own (an agent's worker needs a model server:
+			// docs/agents.md).
 			g.Q = ctl
 		}
 		if d := n.Dispatch; d != nil && len(d.Handlers) > 0 {
@@ -362,8 +363,8 @@ func loopIteration(vec string) int {
 }
 
 // CheckSupported reports whether this runtime can execute w: the IR must
-// analyze cleanly, and agent nodes are not supported yet, nor a
-// human node with for_each, loop, branch, dispatch or compensate.
+// analyze cleanly, and a human or agent node must not have for_each,
+// loop, branch, dispatch or compensate.
 // The CLI should call it before submitting a run.
 func CheckSupported(w *ir.Workflow) error {
 	if w == nil {
@@ -372,7 +373,6 @@ func CheckSupported(w *ir.Workflow) error {
 	if w.IRVersion != "" && w.IRVersion != ir.Version {
 		return fmt.Errorf("runtime: unsupported ir_version %q (this runtime executes %q)", w.IRVersion, ir.Version)
 	}
-	var unsupported []string
 	for i := range w.Nodes {
 		n := &w.Nodes[i]
 		switch n.Type {
@@ -398,14 +398,15 @@ func CheckSupported(w *ir.Workflow) error {
 				return fmt.Errorf("runtime: flow node %q has no flow block", n.ID)
 			}
 		case ir.NodeAgent:
-			unsupported = append(unsupported, fmt.Sprintf("%s (%s)", n.ID, n.Type))
+			if n.Agent == nil {
+				return fmt.Errorf("runtime: agent node %q has no agent block", n.ID)
+			}
+			if n.ForEach != nil || n.Loop != nil || n.Branch != nil || n.Dispatch != nil || n.Compensate != nil || n.Handler != "" {
+				return fmt.Errorf("runtime: agent node %q has a handler, for_each, loop, branch, dispatch or compensate, which an agent node does not support", n.ID)
+			}
 		default:
 			return fmt.Errorf("runtime: node %q has unknown type %q", n.ID, n.Type)
 		}
-	}
-	if len(unsupported) > 0 {
-		return fmt.Errorf("runtime: workflow %q uses node kinds this runtime cannot execute yet (agent nodes are not supported): %s",
-			w.Name, strings.Join(unsupported, ", "))
 	}
 	// The children its flow nodes run (at any depth: the list is flat).
 	for i := range w.Children {

@@ -517,6 +517,9 @@ func (j *job) exec() error {
 	if n.Flow != nil {
 		return j.flow(act, -1) // a child run: parked, no handler runs
 	}
+	if n.Agent != nil {
+		return j.agent(act) // the model decides (agentnode.go)
+	}
 	cfg, err := j.p.params(j.ctx, n.With, n.ID, act, j.maxOutput())
 	if err != nil {
 		return j.evalFailed(err, -1)
@@ -1423,6 +1426,9 @@ func nodeExprs(n *ir.Node) []string {
 	}
 	if n.Compensate != nil {
 		params(n.Compensate.With)
+	}
+	if n.Agent != nil {
+		params([]ir.Param{{Value: n.Agent.Prompt}})
 	}
 	if h := n.Human; h != nil {
 		add(h.ApproversExpr)

@@ -608,12 +608,20 @@ func TestUnsupportedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = CheckSupported(w)
-	if err == nil || !strings.Contains(err.Error(), "qualify (agent)") || strings.Contains(err.Error(), "enterprise_sales") {
+	// Agent nodes run (agentnode.go); one with a handler's options does not.
+	if err := CheckSupported(w); err != nil {
 		t.Fatalf("CheckSupported: %v", err)
 	}
+	for i := range w.Nodes {
+		if w.Nodes[i].Agent != nil {
+			w.Nodes[i].Loop = &ir.Loop{Max: 2}
+		}
+	}
+	if err := CheckSupported(w); err == nil || !strings.Contains(err.Error(), `agent node "qualify"`) {
+		t.Fatalf("CheckSupported of an agent with a loop: %v", err)
+	}
 	e := openEngine(t, backends[0], Options{})
-	if _, err := e.Submit(context.Background(), w, map[string]any{"lead_id": "L1"}); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := e.Submit(context.Background(), w, map[string]any{"lead_id": "L1"}); err == nil || !strings.Contains(err.Error(), "does not support") {
 		t.Errorf("Submit: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wfc-lang/wfc/runtime/agent"
 	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
@@ -31,6 +32,13 @@ type WorkerOptions struct {
 	// Secrets are the values the worker resolves secret inputs to, and
 	// masks in everything it writes (LoadSecrets; nil: none).
 	Secrets *Secrets
+	// Model is the model server agent nodes ask (nil: an agent node
+	// fails with error code agent.config); AgentTools the tools they may
+	// call, each as a node's `tools` allows; AgentWallTime bounds an agent
+	// execution without a timeout (default DefaultAgentWallTime).
+	Model         *agent.Client
+	AgentTools    []agent.Tool
+	AgentWallTime time.Duration
 	// Queues the worker serves. The default is the control queue
 	// ("default") and the queue of every other handler the worker can run
 	// (Options.Queues, else HandlerQueue: "h:exec" for exec with

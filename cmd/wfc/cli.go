@@ -60,6 +60,7 @@ func init() {
 		{Name: "approvals", Summary: "list the approvals human nodes wait for", Run: runApprovals},
 		{Name: "approve", Summary: "approve or reject an approval of a run", Run: runApprove},
 		{Name: "signal", Summary: "send a signal (an external event) to a run", Run: runSignal},
+		{Name: "fakemodel", Summary: "serve canned model answers, to try agent nodes without a key", Run: runFakemodel},
 		{Name: "bench", Summary: "measure the runtime on a Redis against a raw go-redis reference", Run: runBench},
 		{Name: "lsp", Summary: "run the language server (LSP over standard input and output)", Run: runLSP},
 		{Name: "version", Summary: "print the wfc, Go and IR versions", Run: runVersion},

@@ -19,6 +19,7 @@
 //	events   print a run's event log
 //	approvals list the approvals human nodes wait for
 //	approve  approve or reject an approval of a run
+//	fakemodel serve canned model answers, to try agent nodes without a key
 //	lsp      run the language server (LSP over standard input and output)
 //	version  print the wfc, Go and IR versions
 //	help     show help for a command
@@ -45,10 +46,13 @@
 //
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
 //	        [--workers N] [--allow-exec] [--http-allow HOSTS] [--http-deny HOSTS]
-//	        [--secrets-file F] [--json] [-q] FILE
+//	        [--secrets-file F] [MODEL FLAGS] [--json] [-q] FILE
 //	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
 //	        [--http-allow HOSTS] [--http-deny HOSTS] [--secrets-file F]
-//	        [--dead-after D] [--handler NAME=URL]...
+//	        [MODEL FLAGS] [--dead-after D] [--handler NAME=URL]...
+//	MODEL FLAGS: [--model-base-url URL] [--model-api-key-file F]
+//	        [--model-timeout D] [--model-retries N]
+//	wfc fakemodel [--listen ADDR] [--answers FILE]
 //	wfc submit --redis URL [--input ...] [--wait [-q]] FILE
 //	wfc status|cancel|retry|events --redis URL [--json] RUN
 //	wfc events --redis URL --children RUN
@@ -72,7 +76,11 @@
 // and $WFC_SECRET_<name> and mask their values in all they write
 // (docs/security.md). Approvals lists the approvals of human nodes (open
 // ones, or with --run every one of a run) and approve decides one
-// (docs/waiting.md); a run with human nodes needs --redis. See
+// (docs/waiting.md); a run with human nodes needs --redis. The model flags
+// point the workers of run and worker at the OpenAI-compatible server
+// agent nodes ask ($OPENAI_BASE_URL and $OPENAI_API_KEY by default; the
+// key only from a file or the environment); fakemodel serves canned
+// answers for trying agents without one (docs/agents.md). See
 // docs/runtime.md.
 //
 // # Fmt

@@ -196,6 +196,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
 	workers := fs.Int("workers", 4, "in-process workers")
 	hf := addHandlerFlags(fs, env)
+	mf := addModelFlags(fs, env)
 	secretsFile := fs.String("secrets-file", "", "the in-process workers' secrets: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	jsonOut := fs.Bool("json", false, "print the run's final status as JSON")
 	quiet := fs.Bool("q", false, "do not print node progress")
@@ -227,6 +228,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
 		return exitFailed
+	}
+	model, err := mf.client(env, nil)
+	if err != nil {
+		return fs.usageError(env, "%v", err)
 	}
 	// With --redis the run is private to this process's workers (issue
 	// #14 item 7: they took other runs' work, exec included).
@@ -264,7 +269,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// `wfc run` last at least a second). A short grace: when the run has
 	// ended (its deadline, a failure elsewhere), the handlers still running
 	// are of an ended run and are cancelled (exec's process group killed).
-	eng.StartWorkers(ctx, *workers, rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond}))
+	eng.StartWorkers(ctx, *workers, rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Model: model, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond}))
 	defer eng.StopWorkers()
 	// Once the run has ended (or been cancelled), its private queue and
 	// graph go: no other process serves them.
@@ -651,6 +656,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	hf := addHandlerFlags(fs, env)
 	services := &serviceFlags{}
 	fs.Var(services, "handler", "run handler `NAME=URL` as an HTTP service: each task is POSTed to URL and the JSON response is its output (docs/handlers.md); repeatable")
+	mf := addModelFlags(fs, env)
 	secretsFile := fs.String("secrets-file", "", "secrets for secret inputs: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	verbose := fs.Bool("v", false, "log each node execution")
 	args, code, ok := fs.parse(env, args)
@@ -696,6 +702,10 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
 		return exitFailed
 	}
+	model, err := mf.client(env, slog.Default())
+	if err != nil {
+		return fs.usageError(env, "%v", err)
+	}
 	eng, err := rf.open(ctx, env, level)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
@@ -706,7 +716,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		// The names only, never a value.
 		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
 	}
-	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, DeadAfter: *deadAfter}))
+	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, Model: model, DeadAfter: *deadAfter}))
 	fmt.Fprintf(env.Stderr, "wfc worker: serving %s, queues %s (concurrency %d)\n", eng.RedisAddr(), strings.Join(wk.Queues(), ", "), *conc)
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")

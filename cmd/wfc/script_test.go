@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 		},
 	})
 	testscript.Main(m, map[string]func(){
-		"wfc": func() { os.Exit(Main()) },
+		"wfc":       func() { os.Exit(Main()) },
+		"crmworker": func() { os.Exit(crmWorker()) },
 	})
 }
 
@@ -75,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"redis-cluster": cmdRedisCluster,
 			"stdoutenv":     cmdStdoutEnv,
 			"http-server":   cmdHTTPServer,
+			"freeport":      cmdFreePort,
 		},
 	})
 }

@@ -24,12 +24,12 @@ import (
 // seconds. A second signal ends any command at once.
 //
 // An interrupted command exits 128+N, as a shell reports a process a
-// signal ended: 130 for SIGINT, 143 for SIGTERM. The worker is the
-// exception: a signal is how it is meant to stop, and it exits 0 once it
+// signal ended: 130 for SIGINT, 143 for SIGTERM. The worker (and the
+// fake model server) is the exception: a signal is how it is meant to stop, and it exits 0 once it
 // has.
 
 // gracefulCommands stop through their context on the first signal.
-var gracefulCommands = map[string]bool{"run": true, "submit": true, "worker": true, "bench": true}
+var gracefulCommands = map[string]bool{"run": true, "submit": true, "worker": true, "bench": true, "fakemodel": true}
 
 // fileWrite is held while a command replaces a file (build -o, fmt -w):
 // a signal never ends the process between creating the temporary file and
@@ -92,7 +92,7 @@ func (s *signals) exitNow(sig os.Signal, second bool) {
 // 128+N when signal N stopped it (except the worker's normal stop).
 func (s *signals) exitCode(code int) int {
 	n := s.got.Load()
-	if n == 0 || s.cmd == "worker" {
+	if n == 0 || s.cmd == "worker" || s.cmd == "fakemodel" {
 		return code
 	}
 	return 128 + int(n)

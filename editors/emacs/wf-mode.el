@@ -53,7 +53,7 @@ keywords.json: nodeKinds.")
   "The words of a node's header.
 keywords.json: nodeHeader.")
 (defconst wf-mode-items
-  '("version" "description" "deadline" "max_hops" "max_fanout" "max_input_bytes" "max_output_bytes" "max_state_bytes" "input" "output" "finally" "config" "when" "retry" "timeout" "on_error" "run" "with" "for_each" "branch" "loop" "compensate" "model" "temperature" "prompt" "routes" "default" "approvers" "on_timeout" "on_reject" "uses" "dispatch" "escalate_to" "escalate_after" "in" "parallel" "tolerate" "else" "attempts" "backoff" "delay" "max_delay" "on" "except" "while" "max" "back_to" "exhausted")
+  '("version" "description" "deadline" "max_hops" "max_fanout" "max_input_bytes" "max_output_bytes" "max_state_bytes" "input" "output" "finally" "config" "when" "retry" "timeout" "on_error" "run" "with" "for_each" "branch" "loop" "compensate" "model" "temperature" "prompt" "routes" "default" "approvers" "on_timeout" "on_reject" "uses" "dispatch" "escalate_to" "escalate_after" "max_routes" "tools" "max_tool_calls" "max_tokens" "in" "parallel" "tolerate" "else" "attempts" "backoff" "delay" "max_delay" "on" "except" "while" "max" "back_to" "exhausted")
   "The items of blocks.
 keywords.json: workflowItems, handlerItems, nodeItems, forEach,
 branchRules, retryItems, loopItems, compensateItems.")

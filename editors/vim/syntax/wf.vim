@@ -71,7 +71,7 @@ syn match wfNodeKind #\.\@1<!\<\%(task\|agent\|human\|flow\)\>\%(\s*\%(=[=>]\@!\
 " words of a node's header: nodeHeader
 syn match wfNodeHeader #\.\@1<!\<\%(after\|join\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!#
 " items of blocks: workflowItems, handlerItems, nodeItems, forEach, branchRules, retryItems, loopItems, compensateItems
-syn match wfItem #\.\@1<!\<\%(version\|description\|deadline\|max_hops\|max_fanout\|max_input_bytes\|max_output_bytes\|max_state_bytes\|input\|output\|finally\|config\|when\|retry\|timeout\|on_error\|run\|with\|for_each\|branch\|loop\|compensate\|model\|temperature\|prompt\|routes\|default\|approvers\|on_timeout\|on_reject\|uses\|dispatch\|escalate_to\|escalate_after\|in\|parallel\|tolerate\|else\|attempts\|backoff\|delay\|max_delay\|on\|except\|while\|max\|back_to\|exhausted\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!#
+syn match wfItem #\.\@1<!\<\%(version\|description\|deadline\|max_hops\|max_fanout\|max_input_bytes\|max_output_bytes\|max_state_bytes\|input\|output\|finally\|config\|when\|retry\|timeout\|on_error\|run\|with\|for_each\|branch\|loop\|compensate\|model\|temperature\|prompt\|routes\|default\|approvers\|on_timeout\|on_reject\|uses\|dispatch\|escalate_to\|escalate_after\|max_routes\|tools\|max_tool_calls\|max_tokens\|in\|parallel\|tolerate\|else\|attempts\|backoff\|delay\|max_delay\|on\|except\|while\|max\|back_to\|exhausted\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!#
 " types of fields: types
 syn match wfType #\.\@1<!\<\%(string\|int\|number\|bool\|duration\|any\|list\|map\|secret\)\>\%(\s*\%(=[=>]\@!\|?\|:\|\.\|(\)\)\@!#
 " literals: literals

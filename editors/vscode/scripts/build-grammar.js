@@ -41,6 +41,7 @@ const itemScopes = {
   'keyword.other.block.wf': ['with', 'config'],
   'keyword.other.item.wf': [
     'run', 'timeout', 'description', 'model', 'temperature', 'prompt', 'approvers', 'on_timeout', 'uses', 'escalate_to', 'escalate_after',
+    'max_routes', 'tools', 'max_tool_calls', 'max_tokens',
     'version', 'deadline', 'max_hops', 'max_fanout', 'max_input_bytes', 'max_output_bytes', 'max_state_bytes', 'attempts', 'backoff', 'delay', 'max_delay', 'on', 'except',
   ],
 };

@@ -1,0 +1,379 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/agent"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// agentNode is an agent node for build.
+func agentNode(id string, a ir.Agent, opts ...nodeOpt) *nodeSpec {
+	if a.Model == "" {
+		a.Model = "test-model"
+	}
+	s := &nodeSpec{n: ir.Node{ID: id, Type: ir.NodeAgent, Join: ir.JoinAll, Agent: &a}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// fakeModel serves f and returns a client for it (no client retries
+// unless retries > 0).
+func fakeModel(t *testing.T, f *agent.Fake, retries int) *agent.Client {
+	t.Helper()
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	if retries == 0 {
+		retries = -1
+	}
+	c, err := agent.New(agent.Config{BaseURL: srv.URL + "/v1", Retries: retries, MaxBackoff: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// routing is lead -> qualify (agent: routes a, b, c) -> a|b|c, with an
+// optional default d, and a node after all of them.
+func routing(t testing.TB, a ir.Agent, opts ...nodeOpt) *ir.Workflow {
+	if a.Prompt.Template == nil && a.Prompt.Const == nil {
+		a.Prompt = tmpl("Qualify lead ", &ir.Expr{CEL: "lead.output.name"}, " (", &ir.Expr{CEL: "input.size"}, " people)")
+	}
+	if a.Routes == nil {
+		a.Routes = []string{"a", "b", "c"}
+	}
+	nodes := []*nodeSpec{
+		task("lead", "count", with("name", konst(`"Acme"`))),
+		agentNode("qualify", a, append([]nodeOpt{after("lead"), with("region", konst(`"EU"`))}, opts...)...),
+		task("a", "count"), task("b", "count"), task("c", "count"),
+	}
+	if len(a.Default) > 0 {
+		nodes = append(nodes, task("d", "count"))
+	}
+	nodes = append(nodes, task("end", "count", after(append(append([]string{}, a.Routes...), a.Default...)...), joinMode(ir.JoinSettled)))
+	return build(t, wfSpec{
+		inputs:  []ir.Input{input("size", ir.KindInt, "500")},
+		outputs: []ir.Output{output("route", "qualify.output.route"), output("routes", "qualify.output.routes")},
+		nodes:   nodes,
+	})
+}
+
+func states(st *Status, ids ...string) string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, id+"="+nodeState(st, id))
+	}
+	return strings.Join(out, " ")
+}
+
+// decisionOf reads the agent's output from the status.
+func decisionOf(t *testing.T, st *Status, x string) agent.Decision {
+	t.Helper()
+	var d agent.Decision
+	ns, ok := st.Nodes[x]
+	if !ok {
+		t.Fatalf("no node %s in the status", x)
+	}
+	if err := json.Unmarshal(ns.Output, &d); err != nil {
+		t.Fatalf("output of %s: %v (%s)", x, err, ns.Output)
+	}
+	return d
+}
+
+func TestAgentScenarios(t *testing.T) {
+	type scenario struct {
+		name    string
+		agent   ir.Agent
+		opts    []nodeOpt
+		answers []agent.FakeAnswer
+		retries int
+		tools   bool
+		// want
+		state   string // run state
+		nodes   string // states of a b c (d)
+		routes  []string
+		code    string // qualify's error code when it failed
+		defl    bool
+		calls   int // model requests
+		minWait time.Duration
+	}
+	echo := []agent.FakeToolCall{{Name: "echo", Arguments: json.RawMessage(`{"q":"acme"}`)}}
+	for _, sc := range []scenario{
+		{name: "one route", answers: []agent.FakeAnswer{{Routes: []string{"b"}, Reasoning: "mid-size"}},
+			state: RunCompleted, nodes: "a=skipped b=completed c=skipped", routes: []string{"b"}, calls: 1},
+		{name: "several routes", agent: ir.Agent{MaxRoutes: 2}, answers: []agent.FakeAnswer{{Routes: []string{"a", "c"}}},
+			state: RunCompleted, nodes: "a=completed b=skipped c=completed", routes: []string{"a", "c"}, calls: 1},
+		{name: "route in other case", answers: []agent.FakeAnswer{{Text: "Here: {\"routes\": [\" C \"]}"}},
+			state: RunCompleted, nodes: "a=skipped b=skipped c=completed", routes: []string{"c"}, calls: 1},
+		{name: "forbidden route takes default", agent: ir.Agent{Default: []string{"d"}}, answers: []agent.FakeAnswer{{Routes: []string{"drop_db"}}},
+			state: RunCompleted, nodes: "a=skipped b=skipped c=skipped d=completed", routes: []string{}, defl: true, calls: 1},
+		{name: "too many routes takes default", agent: ir.Agent{Default: []string{"d"}}, answers: []agent.FakeAnswer{{Routes: []string{"a", "b"}}},
+			state: RunCompleted, nodes: "a=skipped b=skipped c=skipped d=completed", routes: []string{}, defl: true, calls: 1},
+		{name: "forbidden route fails", answers: []agent.FakeAnswer{{Routes: []string{"drop_db"}}},
+			state: RunFailed, code: agent.CodeAnswer, calls: 1},
+		{name: "garbage then retry", opts: []nodeOpt{retry(2, "fixed", 10)},
+			answers: []agent.FakeAnswer{{Text: "{{{ garbage", Times: 1}, {Routes: []string{"a"}}},
+			state:   RunCompleted, nodes: "a=completed b=skipped c=skipped", routes: []string{"a"}, calls: 2},
+		{name: "timeout", opts: []nodeOpt{timeout(300)}, answers: []agent.FakeAnswer{{DelayMS: 3000, Routes: []string{"a"}}},
+			state: RunFailed, code: handlers.CodeTimeout, calls: 1},
+		{name: "429 with Retry-After", retries: 2, answers: []agent.FakeAnswer{{Status: 429, RetryAfter: "1", Times: 1}, {Routes: []string{"b"}}},
+			state: RunCompleted, nodes: "a=skipped b=completed c=skipped", routes: []string{"b"}, calls: 2, minWait: time.Second},
+		{name: "500", retries: 1, answers: []agent.FakeAnswer{{Status: 500}},
+			state: RunFailed, code: agent.CodeModel, calls: 2},
+		{name: "tool loop", agent: ir.Agent{Tools: []string{"echo"}}, tools: true,
+			answers: []agent.FakeAnswer{{Turn: 1, ToolCalls: echo}, {Turn: 2, Routes: []string{"c"}}},
+			state:   RunCompleted, nodes: "a=skipped b=skipped c=completed", routes: []string{"c"}, calls: 2},
+		{name: "tool loop past the limit", agent: ir.Agent{Tools: []string{"echo"}, MaxToolCalls: 2}, tools: true,
+			answers: []agent.FakeAnswer{{ToolCalls: echo}},
+			state:   RunFailed, code: agent.CodeLimit, calls: 3},
+		{name: "tool the worker lacks", agent: ir.Agent{Tools: []string{"echo"}},
+			state: RunFailed, code: agent.CodeTool, calls: 0},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			forBackends(t, func(t *testing.T, b backend) {
+				v := newEnv(t, b)
+				f := &agent.Fake{Answers: sc.answers}
+				client := fakeModel(t, f, sc.retries)
+				tool := &echoTool{}
+				v.worker(func(o *WorkerOptions) {
+					o.Model = client
+					if sc.tools {
+						o.AgentTools = []agent.Tool{tool}
+					}
+				})
+				start := time.Now()
+				st := v.run(routing(t, sc.agent, sc.opts...), nil)
+				if st.State != sc.state {
+					t.Fatalf("run %s (%s), want %s", st.State, st.Error, sc.state)
+				}
+				if got := len(f.Requests()); got != sc.calls {
+					t.Errorf("%d model requests, want %d", got, sc.calls)
+				}
+				if d := time.Since(start); d < sc.minWait {
+					t.Errorf("run took %s: Retry-After %s not honoured", d, sc.minWait)
+				}
+				if sc.state == RunFailed {
+					if ns := st.Nodes["qualify"]; ns.State != NodeFailed || ns.Code != sc.code {
+						t.Fatalf("qualify: %s", dump(ns))
+					}
+					return
+				}
+				ids := []string{"a", "b", "c"}
+				if len(sc.agent.Default) > 0 {
+					ids = append(ids, "d")
+				}
+				if got := states(st, ids...); got != sc.nodes {
+					t.Errorf("nodes %s, want %s", got, sc.nodes)
+				}
+				d := decisionOf(t, st, "qualify")
+				if !reflect.DeepEqual(d.Routes, sc.routes) || d.Defaulted != sc.defl || d.Model != "test-model" || d.Usage.TotalTokens == 0 {
+					t.Errorf("decision %+v", d)
+				}
+				if sc.tools && (d.ToolCalls != 1 || tool.calls.Load() != 1) {
+					t.Errorf("tool calls %d (echo ran %d times)", d.ToolCalls, tool.calls.Load())
+				}
+				// What the model was told: the prompt, its values, the with
+				// context, and nothing else of the run.
+				req := f.Requests()[0]
+				user := req.Messages[1].Content
+				if !strings.HasPrefix(user, "Qualify lead Acme (500 people)") || !strings.Contains(user, `"region":"EU"`) {
+					t.Errorf("prompt %q", user)
+				}
+				if d.PromptHash != agent.PromptHash(user) {
+					t.Errorf("prompt hash %s, want the hash of %q", d.PromptHash, user)
+				}
+				// The decision is in the event log (node.completed's output).
+				evs, err := v.e.Events(context.Background(), st.RunID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, ev := range evs {
+					if ev.Type == "node.completed" && ev.Fields["x"] == "qualify" && strings.Contains(ev.Fields["output"], d.PromptHash) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("no node.completed event of qualify carries the decision")
+				}
+			})
+		})
+	}
+}
+
+// echoTool is a test tool: it returns its arguments under "echo".
+type echoTool struct{ calls atomic.Int32 }
+
+func (*echoTool) Name() string                { return "echo" }
+func (*echoTool) Description() string         { return "returns its arguments" }
+func (*echoTool) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (e *echoTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	e.calls.Add(1)
+	return json.Marshal(map[string]json.RawMessage{"echo": args})
+}
+
+func TestAgentNoModel(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker()
+		st := v.run(routing(t, ir.Agent{}), nil)
+		if ns := st.Nodes["qualify"]; st.State != RunFailed || ns.Code != agent.CodeNoModel {
+			t.Fatalf("%s: %s", st.State, dump(ns))
+		}
+	})
+}
+
+// A secret input rendered into the prompt is masked before the model, the
+// event log, the status or Redis see it.
+func TestAgentSecrets(t *testing.T) {
+	const secret = "sk-live-9f8e7d6c5b4a"
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		f := &agent.Fake{Answers: []agent.FakeAnswer{{Routes: []string{"a"}, Reasoning: "the key is " + secret}}}
+		client := fakeModel(t, f, 0)
+		sec, err := NewSecrets(map[string]string{"crm_key": secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.worker(func(o *WorkerOptions) { o.Model = client; o.Secrets = sec })
+		w := build(t, wfSpec{
+			inputs: []ir.Input{{Name: "key", Type: ir.Type{Kind: ir.KindSecret}, Required: true}},
+			nodes: []*nodeSpec{
+				agentNode("qualify", ir.Agent{Prompt: tmpl("key ", &ir.Expr{CEL: "input.key"}), Routes: []string{"a"}}),
+				task("a", "count"),
+			},
+		})
+		st := v.run(w, map[string]any{"key": "crm_key"})
+		if st.State != RunCompleted {
+			t.Fatalf("%s %s", st.State, st.Error)
+		}
+		if p := f.Requests()[0].Messages[1].Content; strings.Contains(p, secret) {
+			t.Errorf("the model saw the secret: %q", p)
+		}
+		if strings.Contains(dump(st), secret) {
+			t.Errorf("the status holds the secret")
+		}
+		evs, _ := v.e.Events(context.Background(), st.RunID)
+		if strings.Contains(dump(evs), secret) {
+			t.Errorf("the event log holds the secret")
+		}
+		h, _ := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.state(st.RunID)).Result()
+		if strings.Contains(dump(h), secret) {
+			t.Errorf("the state hash holds the secret")
+		}
+	})
+}
+
+// Every message delivered 10 times and handled twice at once, with a model
+// that answers differently each time: each run routes exactly one way, the
+// way its recorded decision says.
+func TestAgentDuplicateDeliveryStorm(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		f := &agent.Fake{}
+		srv := httptest.NewServer(f)
+		defer srv.Close()
+		// The answers alternate between a and b; the fake's default would
+		// always say a, so script many single-use answers.
+		for i := range 200 {
+			f.Answers = append(f.Answers, agent.FakeAnswer{Routes: []string{[]string{"a", "b"}[i%2]}, Times: 1})
+		}
+		client, err := agent.New(agent.Config{BaseURL: srv.URL + "/v1", Retries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wk := v.worker(func(o *WorkerOptions) { o.Model = client; o.redeliver = 10; o.dup = 2; o.Concurrency = 16 })
+		var runs []string
+		for range 4 {
+			runs = append(runs, v.submit(routing(t, ir.Agent{}), nil))
+		}
+		for _, r := range runs {
+			st := v.wait(r)
+			if st.State != RunCompleted {
+				t.Fatalf("%s: %s %s", r, st.State, st.Error)
+			}
+			d := decisionOf(t, st, "qualify")
+			for _, id := range []string{"a", "b", "c"} {
+				want := NodeSkipped
+				if id == d.Route {
+					want = NodeCompleted
+				}
+				if got := nodeState(st, id); got != want {
+					t.Errorf("%s: decision %q but %s is %s", r, d.Route, id, got)
+				}
+			}
+			if string(st.Result) != `{"route":"`+d.Route+`","routes":["`+d.Route+`"]}` {
+				t.Errorf("%s: result %s, decision %s", r, st.Result, d.Route)
+			}
+		}
+		waitNoPending(t, v.e)
+		if s := wk.Stats(); s.Dups == 0 {
+			t.Errorf("stats %+v: duplicates were not seen", s)
+		}
+	})
+}
+
+// A worker killed after the model answered and the decision was recorded:
+// the worker that claims the execution routes on the recorded decision
+// without asking the model again (which would now say otherwise).
+func TestAgentWorkerKilledAfterDecision(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) { agentKilled(t, b) })
+	}
+}
+
+func agentKilled(t *testing.T, b backend) {
+	{
+		v := newEnv(t, b)
+		f := &agent.Fake{Answers: []agent.FakeAnswer{{Routes: []string{"a"}, Times: 1}, {Routes: []string{"b"}}}}
+		client := fakeModel(t, f, 0)
+		recorded := make(chan struct{})
+		var once sync.Once
+		agentRecorded = func(ctx context.Context, run, x string) error {
+			first := false
+			once.Do(func() { first = true })
+			if !first {
+				return nil
+			}
+			close(recorded)
+			<-ctx.Done() // killed here
+			return ctx.Err()
+		}
+		t.Cleanup(func() { agentRecorded = nil })
+		o := fastWorker(v.reg)
+		o.crash, o.Consumer, o.Model = true, "doomed", client
+		w1 := v.e.NewWorker(o)
+		ctx1, kill := context.WithCancel(v.ctx)
+		done1 := make(chan struct{})
+		go func() { defer close(done1); w1.Run(ctx1) }()
+		run := v.submit(routing(t, ir.Agent{}), nil)
+		select {
+		case <-recorded:
+		case <-time.After(20 * time.Second):
+			cur, _ := v.e.Status(context.Background(), run)
+			t.Fatalf("the agent never recorded a decision: %s", dump(cur))
+		}
+		kill()
+		<-done1
+		v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer"; o.Model = client })
+		st := v.wait(run)
+		if st.State != RunCompleted || states(st, "a", "b", "c") != "a=completed b=skipped c=skipped" {
+			t.Fatalf("%s %s: %s", st.State, st.Error, states(st, "a", "b", "c"))
+		}
+		if got := len(f.Requests()); got != 1 {
+			t.Errorf("the model was asked %d times, want once", got)
+		}
+		waitNoPending(t, v.e)
+	}
+}

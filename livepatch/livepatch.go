@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/wfc-lang/wfc/compiler"
@@ -152,7 +154,64 @@ func Downstream(ctx context.Context, eng *runtime.Engine, run, node string, patc
 	if err := downstreamOnly(node, patch); err != nil {
 		return nil, err
 	}
+	patch, err := declareBuiltins(ctx, eng, run, patch)
+	if err != nil {
+		return nil, err
+	}
 	return Apply(ctx, eng, Request{Run: run, Patch: patch, By: by})
+}
+
+// declareBuiltins adds to an agent's patch the declarations of the
+// built-in handlers (echo, cel, http, ...) its new nodes run and the run's
+// IR does not declare yet, each at its place in the sorted /handlers: a
+// model writes the node, as the language lets a workflow `run` a built-in
+// without declaring it.
+func declareBuiltins(ctx context.Context, eng *runtime.Engine, run string, patch []byte) ([]byte, error) {
+	var ops []json.RawMessage
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return nil, &ir.PatchError{Op: -1, Msg: "a patch is a JSON array of operations (RFC 6902): " + err.Error()}
+	}
+	builtins := compiler.Builtins()
+	want := map[string]bool{}
+	for _, raw := range ops {
+		var o struct {
+			Op, Path string
+			Value    struct {
+				Handler string `json:"handler"`
+			}
+		}
+		if json.Unmarshal(raw, &o) == nil && o.Op == "add" && o.Path == "/nodes/-" && builtins[o.Value.Handler] != nil {
+			want[o.Value.Handler] = true
+		}
+	}
+	if len(want) == 0 {
+		return patch, nil
+	}
+	cur, err := eng.RunWorkflow(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(cur.Workflow.Handlers))
+	for _, h := range cur.Workflow.Handlers {
+		names = append(names, h.Name)
+		delete(want, h.Name)
+	}
+	var adds []json.RawMessage
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		b := builtins[name]
+		h := ir.Handler{Name: name, Builtin: true, Config: ir.Type{Kind: ir.KindAny}, Output: ir.Type{Kind: ir.KindAny}}
+		if !b.Open {
+			h.Config, h.Output = *b.Config, *b.Output
+		}
+		i, _ := slices.BinarySearch(names, name)
+		names = slices.Insert(names, i, name)
+		op, err := json.Marshal(map[string]any{"op": "add", "path": fmt.Sprintf("/handlers/%d", i), "value": h})
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, op)
+	}
+	return json.Marshal(append(adds, ops...))
 }
 
 func downstreamOnly(node string, patch []byte) error {

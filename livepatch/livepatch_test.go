@@ -2,9 +2,13 @@ package livepatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wfc-lang/wfc/runtime/agent"
+	"github.com/wfc-lang/wfc/runtime/agent/tools"
 	"net"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -241,6 +245,86 @@ func TestAllRunningAndAgentLane(t *testing.T) {
 			if (st.Nodes["audit"] != nil) != (i == 0) {
 				t.Errorf("run %d: audit %+v", i, st.Nodes["audit"])
 			}
+		}
+	})
+}
+
+// TestAgentPatchLane: an agent's patch_workflow tool call, through the
+// worker's tools and this applier (as wfc worker wires them), adds a node
+// behind the agent to its running run, and the node runs.
+func TestAgentPatchLane(t *testing.T) {
+	forBackends(t, func(t *testing.T, url string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		eng, err := runtime.Open(ctx, runtime.Options{RedisURL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Close()
+		add := `{"operations":[{"op":"add","path":"/nodes/-","value":{"id":"followup","type":"task","handler":"echo","join":"all","with":[{"name":"m","value":{"const":"hi"}}]}},` +
+			`{"op":"add","path":"/edges/-","value":{"from":"think","to":"followup","kind":"after"}}],"description":"one more step"}`
+		f := &agent.Fake{Answers: []agent.FakeAnswer{
+			{Turn: 1, ToolCalls: []agent.FakeToolCall{{Name: "patch_workflow", Arguments: json.RawMessage(add)}}},
+			{Turn: 2, Text: "done"},
+		}}
+		srv := httptest.NewServer(f)
+		defer srv.Close()
+		client, err := agent.New(agent.Config{BaseURL: srv.URL + "/v1", Retries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, err := tools.NewWorker(tools.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := func(ctx context.Context, run, node string, p []byte, by string) (json.RawMessage, error) {
+			res, err := Downstream(ctx, eng, run, node, p, by)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(res)
+		}
+		eng.StartWorkers(ctx, 2, runtime.WorkerOptions{Handlers: handlers.NewRegistry(handlers.Options{}), Model: client, Tools: ts, AgentPatch: patch, Block: 100 * time.Millisecond})
+		w := compile(t, `workflow w {
+  task start { run "noop" }
+  agent think after start {
+    model "m"
+    prompt "plan"
+    tools [patch_workflow]
+  }
+}
+`)
+		run, err := eng.Submit(ctx, w, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := eng.Wait(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != runtime.RunCompleted || st.Nodes["followup"] == nil || st.Nodes["followup"].State != runtime.NodeCompleted {
+			var said []string
+			for _, r := range f.Requests() {
+				for _, m := range r.Messages {
+					if m.Role == "tool" {
+						said = append(said, m.Content)
+					}
+				}
+			}
+			t.Fatalf("run %s (%s): followup %+v; tool results %q", st.State, st.Error, st.Nodes["followup"], said)
+		}
+		evs, err := eng.Events(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, ev := range evs {
+			if ev.Type == "patch.applied" && strings.Contains(ev.Fields["by"], "agent think") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no patch.applied event by the agent: %+v", evs)
 		}
 	})
 }

@@ -114,12 +114,8 @@ func (j *job) askModel(act vars) (*agent.Decision, error) {
 	}
 	task := &agent.Task{Model: a.Model, Temperature: a.Temperature, Prompt: prompt, Routes: a.Routes,
 		MaxRoutes: a.MaxRoutes, HasDefault: len(a.Default) > 0, MaxToolCalls: a.MaxToolCalls, MaxTokens: a.MaxTokens}
-	for _, name := range a.Tools {
-		tool := j.w.agentTool(name)
-		if tool == nil {
-			return nil, handlers.Errorf(agent.CodeTool, false, "agent %s may use tool %q, which worker %s does not offer", n.ID, name, j.w.opts.Consumer)
-		}
-		task.Tools = append(task.Tools, tool)
+	if task.Tools, err = j.agentTools(); err != nil { // agenttools.go
+		return nil, err
 	}
 	wall := DefaultAgentWallTime
 	if j.w.opts.AgentWallTime > 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/runtime/agent"
+	"github.com/wfc-lang/wfc/runtime/agent/tools"
 	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
@@ -376,4 +377,70 @@ func agentKilled(t *testing.T, b backend) {
 		}
 		waitNoPending(t, v.e)
 	}
+}
+
+// TestAgentWorkerTools: an agent calls the worker's real tool set
+// (tools.Worker): a pipeline over data, a search of the deployment's
+// catalog (its handlers and a deployed tag), patch_workflow without a
+// patcher, and delegation to the deployed tag; the model's next turn
+// carries each result.
+func TestAgentWorkerTools(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		ctx := context.Background()
+		// A tag the catalog lists and delegate_to_agent starts.
+		sub := build(t, wfSpec{name: "helper", nodes: []*nodeSpec{task("h", "count")}})
+		if _, err := v.e.Deploy(ctx, sub, "helper", "test"); err != nil {
+			t.Fatal(err)
+		}
+		calls := []agent.FakeToolCall{
+			{Name: "execute_pipeline", Arguments: json.RawMessage(`{"input":[{"id":1,"price":120},{"id":2,"price":80}],"steps":[{"step":"table_sort","field":"price"},{"step":"top_k","k":1}]}`)},
+			{Name: "search_tools", Arguments: json.RawMessage(`{"query":"helper"}`)},
+			{Name: "search_tools", Arguments: json.RawMessage(`{"query":"count"}`)},
+			{Name: "patch_workflow", Arguments: json.RawMessage(`{"operations":[{"op":"add","path":"/nodes/-","value":{"id":"z","type":"task","handler":"noop"}}]}`)},
+			{Name: "delegate_to_agent", Arguments: json.RawMessage(`{"kind":"workflow","target":"helper","wait":true}`)},
+		}
+		f := &agent.Fake{Answers: []agent.FakeAnswer{{Turn: 1, ToolCalls: calls}, {Turn: 2, Routes: []string{"a"}}}}
+		client := fakeModel(t, f, 0)
+		ts, err := tools.NewWorker(tools.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.worker(func(o *WorkerOptions) { o.Model, o.Tools = client, ts })
+		st := v.run(routing(t, ir.Agent{Tools: []string{"execute_pipeline", "search_tools", "patch_workflow", "delegate_to_agent"}}), nil)
+		if st.State != RunCompleted {
+			t.Fatalf("run %s (%s)", st.State, st.Error)
+		}
+		reqs := f.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d model requests, want 2", len(reqs))
+		}
+		results := map[string]string{}
+		for _, m := range reqs[1].Messages {
+			if m.Role == "tool" {
+				results[m.ToolCallID] = m.Content
+			}
+		}
+		if len(results) != 5 {
+			t.Fatalf("tool results %v", results)
+		}
+		all := ""
+		for _, r := range results {
+			all += r + "\n"
+		}
+		for _, want := range []string{
+			`"price":80`,           // the pipeline sorted and kept the cheapest
+			`"name":"count"`,       // the catalog: a handler the worker runs
+			`"name":"helper"`,      // and the deployed tag
+			`not available`,        // no live-patch applier given
+			`"status":"completed"`, // the delegated run ran to its end
+		} {
+			if !strings.Contains(all, want) {
+				t.Errorf("no tool result has %s:\n%s", want, all)
+			}
+		}
+		if strings.Contains(all, `"price":120`) {
+			t.Errorf("top_k kept the dearer row:\n%s", all)
+		}
+	})
 }

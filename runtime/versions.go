@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -38,6 +39,7 @@ func ValidTag(s string) bool { return ValidQueue(s) }
 
 func (k keyspace) tagKey(name string) string  { return k.prefix + ":tag:" + name }
 func (k keyspace) tagRuns(name string) string { return k.prefix + ":tagruns:" + name }
+func (k keyspace) tagSet() string             { return k.prefix + ":tags" }
 
 type versionRec struct {
 	Version int    `json:"version"`
@@ -75,7 +77,23 @@ func (e *Engine) Deploy(ctx context.Context, w *ir.Workflow, tag, by string) (Ve
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return Version{}, fmt.Errorf("runtime: tag %s: %w", tag, err)
 	}
+	// The set of tag names, for Tags: after the tag moved, so a tag listed
+	// exists; a deploy that died before it leaves its tag unlisted until
+	// the next deploy of it.
+	if err := e.st.rdb.SAdd(ctx, e.st.ks.tagSet(), tag).Err(); err != nil {
+		return Version{}, fmt.Errorf("runtime: deploying %s: %w", tag, err)
+	}
 	return r.of(tag), nil
+}
+
+// Tags returns the names of the deployed tags, sorted.
+func (e *Engine) Tags(ctx context.Context) ([]string, error) {
+	names, err := e.st.rdb.SMembers(ctx, e.st.ks.tagSet()).Result()
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // storeIR stores a plan's IR under its hash (once: the content never

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wfc-lang/wfc/runtime/agent"
+	"github.com/wfc-lang/wfc/runtime/agent/tools"
 	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
@@ -39,6 +40,14 @@ type WorkerOptions struct {
 	Model         *agent.Client
 	AgentTools    []agent.Tool
 	AgentWallTime time.Duration
+	// Tools is the worker's set of the agent tools (execute_pipeline,
+	// search_tools, openapi_action, delegate_to_agent, patch_workflow),
+	// configured once (tools.NewWorker: allow-lists, OpenAPI documents);
+	// an agent gets those its `tools` item names. AgentPatch is the live
+	// patch applier patch_workflow uses (nil: the tool answers that it is
+	// not available).
+	Tools      *tools.Worker
+	AgentPatch AgentPatchFunc
 	// Queues the worker serves. The default is the control queue
 	// ("default") and the queue of every other handler the worker can run
 	// (Options.Queues, else HandlerQueue: "h:exec" for exec with

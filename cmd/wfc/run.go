@@ -233,6 +233,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return fs.usageError(env, "%v", err)
 	}
+	toolset, err := mf.toolset(env)
+	if err != nil {
+		return fs.usageError(env, "%v", err)
+	}
 	// With --redis the run is private to this process's workers (issue
 	// #14 item 7: they took other runs' work, exec included).
 	eng, err := rf.open(ctx, env, slog.LevelWarn, func(o *runtime.Options) {
@@ -269,7 +273,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// `wfc run` last at least a second). A short grace: when the run has
 	// ended (its deadline, a failure elsewhere), the handlers still running
 	// are of an ended run and are cancelled (exec's process group killed).
-	eng.StartWorkers(ctx, *workers, rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Model: model, Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond}))
+	eng.StartWorkers(ctx, *workers, rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond}))
 	defer eng.StopWorkers()
 	// Once the run has ended (or been cancelled), its private queue and
 	// graph go: no other process serves them.
@@ -706,6 +710,10 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		return fs.usageError(env, "%v", err)
 	}
+	toolset, err := mf.toolset(env)
+	if err != nil {
+		return fs.usageError(env, "%v", err)
+	}
 	eng, err := rf.open(ctx, env, level)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc worker: %v\n", err)
@@ -716,7 +724,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		// The names only, never a value.
 		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
 	}
-	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, Model: model, DeadAfter: *deadAfter}))
+	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), DeadAfter: *deadAfter}))
 	fmt.Fprintf(env.Stderr, "wfc worker: serving %s, queues %s (concurrency %d)\n", eng.RedisAddr(), strings.Join(wk.Queues(), ", "), *conc)
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")

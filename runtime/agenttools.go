@@ -1,0 +1,169 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/agent"
+	"github.com/wfc-lang/wfc/runtime/agent/tools"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// An AgentPatchFunc applies the ops of an agent's patch_workflow call to
+// its run: the live-patch applier restricted to additions downstream of the
+// agent (livepatch.Downstream). The runtime cannot import the applier (it
+// needs the compiler's checks): the program that starts the worker passes it.
+type AgentPatchFunc func(ctx context.Context, run, agentNode string, patch []byte, by string) (json.RawMessage, error)
+
+// agentTools returns the tools an agent node may call in this execution:
+// each tool its `tools` item names, from the worker's own test tools
+// (WorkerOptions.AgentTools) or else from its tool set
+// (WorkerOptions.Tools), bound to this run: its blob store, the
+// deployment's catalog, delegation to deployed workflows and live patches.
+func (j *job) agentTools() ([]agent.Tool, error) {
+	n, a := j.n, j.n.Agent
+	var out []agent.Tool
+	var fromSet []string
+	for _, name := range a.Tools {
+		if t := j.w.agentTool(name); t != nil {
+			out = append(out, t)
+			continue
+		}
+		if j.w.opts.Tools == nil || !slices.Contains(tools.Names, name) {
+			return nil, handlers.Errorf(agent.CodeTool, false, "agent %s may use tool %q, which worker %s does not offer", n.ID, name, j.w.opts.Consumer)
+		}
+		fromSet = append(fromSet, name)
+	}
+	if len(fromSet) == 0 {
+		return out, nil
+	}
+	env := tools.Env{
+		Node:      n.ID,
+		Blobs:     j.w.eng.Blobs(j.tok.Run, BlobOptions{}),
+		Catalog:   workerCatalog{j.w},
+		Delegator: delegator{w: j.w, run: j.tok.Run, node: n.ID},
+	}
+	if j.w.opts.AgentPatch != nil {
+		env.Patcher = agentPatcher{f: j.w.opts.AgentPatch, run: j.tok.Run, by: "agent " + n.ID}
+	}
+	ts, err := j.w.opts.Tools.For(fromSet, env)
+	if err != nil {
+		return nil, handlers.Errorf(agent.CodeTool, false, "agent %s: %v", n.ID, err)
+	}
+	for _, t := range ts {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// workerCatalog is what search_tools searches: the handlers this worker
+// runs and the workflows deployed under a tag.
+type workerCatalog struct{ w *Worker }
+
+func (c workerCatalog) Entries(ctx context.Context) ([]tools.CatalogEntry, error) {
+	var out []tools.CatalogEntry
+	if reg := c.w.opts.Handlers; reg != nil {
+		for _, name := range reg.Names() {
+			if reg.Can(name) {
+				out = append(out, tools.CatalogEntry{Kind: "handler", Name: name})
+			}
+		}
+	}
+	tags, err := c.w.eng.Tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, tag := range tags {
+		w, _, err := c.w.eng.Tagged(ctx, tag)
+		if err != nil {
+			continue // a tag whose IR expired or never stored: not offered
+		}
+		out = append(out, tools.CatalogEntry{Kind: "workflow", Name: tag, Description: w.Description, Inputs: inputsSchema(w)})
+	}
+	return out, nil
+}
+
+// inputsSchema is a JSON Schema of a workflow's inputs, for the model to
+// know what to pass.
+func inputsSchema(w *ir.Workflow) json.RawMessage {
+	props := map[string]any{}
+	required := []string{}
+	for _, in := range w.Inputs {
+		props[in.Name] = map[string]any{"description": in.Type.String()}
+		if in.Required {
+			required = append(required, in.Name)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": required})
+	return b
+}
+
+// delegator starts runs of deployed workflows for delegate_to_agent: the
+// target is a tag (wfc deploy --tag); an "agent" target must be a workflow
+// with an agent node. The run is a run of its own, named in the tool's
+// result and the worker's log; it is not cancelled with the delegating run.
+type delegator struct {
+	w         *Worker
+	run, node string
+}
+
+func (d delegator) Delegate(ctx context.Context, req tools.DelegateRequest) (tools.DelegateResult, error) {
+	w, _, err := d.w.eng.Tagged(ctx, req.Target)
+	if errors.Is(err, ErrUnknownTag) {
+		return tools.DelegateResult{}, &tools.Error{Code: tools.CodeUnavailable, Message: fmt.Sprintf("no workflow is deployed under %q", req.Target)}
+	}
+	if err != nil {
+		return tools.DelegateResult{}, err
+	}
+	if req.Kind == "agent" && !slices.ContainsFunc(w.Nodes, func(n ir.Node) bool { return n.Type == ir.NodeAgent }) {
+		return tools.DelegateResult{}, &tools.Error{Code: tools.CodeBadArgs, Message: fmt.Sprintf("%q has no agent node: delegate to it as a workflow", req.Target)}
+	}
+	inputs := map[string]any{}
+	if len(req.Inputs) > 0 && string(req.Inputs) != "null" {
+		if err := json.Unmarshal(req.Inputs, &inputs); err != nil {
+			return tools.DelegateResult{}, &tools.Error{Code: tools.CodeBadArgs, Message: "inputs must be a JSON object"}
+		}
+	}
+	id, _, err := d.w.eng.SubmitTag(ctx, req.Target, inputs)
+	if err != nil {
+		return tools.DelegateResult{}, &tools.Error{Code: tools.CodeFailed, Message: d.w.opts.Secrets.Text(err.Error())}
+	}
+	d.w.log.Info("wfc worker: agent delegated a run", "run", d.run, "node", d.node, "delegated", id, "workflow", req.Target)
+	res := tools.DelegateResult{ID: id, Status: "started"}
+	if !req.Wait {
+		return res, nil
+	}
+	st, err := d.w.eng.Wait(ctx, id)
+	if err != nil {
+		return res, nil // the call's time bound passed: started, not done
+	}
+	res.Status = string(st.State)
+	res.Output = st.Result
+	res.Error = st.Error
+	return res, nil
+}
+
+// agentPatcher applies patch_workflow's ops to the agent's own run.
+type agentPatcher struct {
+	f       AgentPatchFunc
+	run, by string
+}
+
+func (p agentPatcher) Patch(ctx context.Context, agentNode string, ops []tools.PatchOp, description string) (json.RawMessage, error) {
+	b, err := json.Marshal(ops)
+	if err != nil {
+		return nil, err
+	}
+	by := p.by
+	if description != "" {
+		by += ": " + description
+	}
+	if len(by) > 200 {
+		by = by[:200]
+	}
+	return p.f(ctx, p.run, agentNode, b, by)
+}

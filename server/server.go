@@ -152,16 +152,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 	}
 	rw := &statusWriter{ResponseWriter: w}
-	// The mux answers 405 with a plain-text body: make it a problem.
-	h, pattern := s.mux.Handler(r)
-	if pattern == "" && r.URL.Path != "/" {
-		if _, p := s.mux.Handler(withMethod(r, "GET")); p != "" && p != "/" {
+	// The catch-all "/" answers every path no route has; a path that a
+	// route has for another method is a 405.
+	if _, pattern := s.mux.Handler(r); pattern == "/" && r.URL.Path != "/" {
+		var allow []string
+		for _, m := range []string{"GET", "POST"} {
+			if _, p := s.mux.Handler(withMethod(r, m)); m != r.Method && p != "/" && p != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			rw.Header().Set("Allow", strings.Join(allow, ", "))
 			writeProblem(rw, r, http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed on "+r.URL.Path)
 			s.logRequest(r, rw.status, start)
 			return
 		}
 	}
-	_ = h
 	s.mux.ServeHTTP(rw, r)
 	s.logRequest(r, rw.status, start)
 }

@@ -261,6 +261,6 @@ func isNotFound(msg string) bool {
 }
 
 func isClientMistake(msg string) bool {
-	return containsAny(msg, "not a human node", "waits for", "the payload", "a signal's", "signal name",
+	return containsAny(msg, "not a human node", "waits for", "takes signal", "is not JSON", "not a JSON object", "the payload", "a signal's", "signal name",
 		"field", "invalid run id", "is required", "at most", "does not fit", "over the limit", "bad event id")
 }

@@ -116,6 +116,7 @@ func openStream(t testing.TB, ctx context.Context, base, run, lastID string) (*h
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/v1/runs/"+run+"/events", nil)
 	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+cfoToken)
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
@@ -160,6 +161,7 @@ func openStream(t testing.TB, ctx context.Context, base, run, lastID string) (*h
 
 func next(t testing.TB, ch <-chan sseEvent, skipBeats bool) sseEvent {
 	t.Helper()
+	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case ev, ok := <-ch:
@@ -170,7 +172,7 @@ func next(t testing.TB, ch <-chan sseEvent, skipBeats bool) sseEvent {
 				continue
 			}
 			return ev
-		case <-time.After(10 * time.Second):
+		case <-deadline:
 			t.Fatal("no event in 10 s")
 		}
 	}
@@ -178,8 +180,8 @@ func next(t testing.TB, ch <-chan sseEvent, skipBeats bool) sseEvent {
 
 func TestEventStream(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		ts := startServer(t, b, func(c *Config) { c.MaxStreams = 2 })
-		c := ts.client(t, "")
+		ts := startServer(t, b, func(c *Config) { c.MaxStreams = 2; c.Tokens = cfoTokens(t) })
+		c := ts.client(t, cfoToken)
 		var sub submitResponse
 		c.do("POST", "/v1/runs", map[string]any{"source": readExample(t, "approval.wf"), "inputs": map[string]any{"customer": "acme", "percent": 15}}, nil).decode(t, &sub)
 		c.waitNode(sub.RunID, "approve", "waiting")
@@ -287,9 +289,9 @@ func TestTwoServers(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		e1, url, prefix := openEngine(t, b, "", "")
 		e2, _, _ := openEngine(t, b, url, prefix)
-		s1 := startServerOn(t, e1, url, prefix)
-		s2 := startServerOn(t, e2, url, prefix)
-		c1, c2 := s1.client(t, ""), s2.client(t, "")
+		s1 := startServerOn(t, e1, url, prefix, func(c *Config) { c.Tokens = cfoTokens(t) })
+		s2 := startServerOn(t, e2, url, prefix, func(c *Config) { c.Tokens = cfoTokens(t) })
+		c1, c2 := s1.client(t, cfoToken), s2.client(t, cfoToken)
 		var dep workflowResponse
 		c1.do("POST", "/v1/workflows", map[string]any{"source": readExample(t, "approval.wf"), "tag": "disc"}, nil).decode(t, &dep)
 		hdr := map[string]string{"Idempotency-Key": "k1"}
@@ -319,4 +321,17 @@ func TestTwoServers(t *testing.T) {
 			t.Fatalf("list via server 1: %+v", got)
 		}
 	})
+}
+
+const cfoToken = "cfo-token-abcdefghijklmnop"
+
+// cfoTokens is a token table whose one token (cfoToken, admin) has an
+// approver of examples/approval.wf as its subject.
+func cfoTokens(t testing.TB) *Tokens {
+	t.Helper()
+	tk, err := LoadTokens("", cfoToken+" cfo@example.com admin", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }

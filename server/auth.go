@@ -240,4 +240,3 @@ func principalOf(ctx context.Context) *Principal {
 // anonymous is the principal of a server without tokens (loopback only):
 // it may do everything, as `wfc` against the same Redis could.
 var anonymous = &Principal{Subject: "local", Scopes: []string{ScopeAdmin}}
-

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -39,11 +40,12 @@ a field of the wrong type is refused with an error, and nothing changes.
 Exit codes: 0 decided, 1 refused, 2 bad command line.`
 
 func runApprovals(ctx context.Context, env *Env, args []string) int {
-	fs := newFlags("approvals", "wfc approvals --redis URL [--run RUN] [--wait] [--json]", approvalsDoc)
+	fs := newFlags("approvals", "wfc approvals --redis URL [--run RUN] [--wait [--timeout D]] [--json]", approvalsDoc)
 	rf := addRuntimeFlags(fs, env)
 	run := fs.String("run", "", "list the approvals of run `RUN` only (open and decided)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	wait := fs.Bool("wait", false, "first wait until an approval is open (with --run: until the run waits for one or has ended)")
+	timeout := fs.Duration("timeout", 0, "with --wait, give up after `DURATION` (exit 1; 0: wait as long as it takes)")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
 		return code
@@ -64,6 +66,14 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 		return exitFailed
 	}
 	defer eng.Close()
+	if *timeout < 0 || *timeout > 0 && !*wait {
+		return fs.usageError(env, "--timeout is a positive duration, with --wait")
+	}
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
 	var aps []runtime.Approval
 	if *wait && *run != "" {
 		aps, err = waitApproval(ctx, eng, *run)
@@ -73,6 +83,10 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 		aps, err = eng.Approvals(ctx, *run)
 	} else {
 		aps, err = eng.OpenApprovals(ctx)
+	}
+	if err != nil && *timeout > 0 && errors.Is(err, context.DeadlineExceeded) {
+		fmt.Fprintf(env.Stderr, "wfc approvals: no approval within %s\n", *timeout)
+		return exitFailed
 	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc approvals: %v\n", err)

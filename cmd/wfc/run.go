@@ -321,6 +321,10 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	return finish(env, "run", st, *jsonOut)
 }
 
+// servedGrace is how long wfc run waits for a worker serving a queue it
+// cannot serve itself to register.
+const servedGrace = 5 * time.Second
+
 // execHint adds to the list of missing handlers why exec is missing.
 func execHint(missing []string, allowExec bool) string {
 	if !allowExec && slices.Contains(missing, "exec") {
@@ -333,14 +337,29 @@ func execHint(missing []string, allowExec bool) string {
 // that this process's workers do not serve (the queues of handlers they
 // cannot run) has a live worker in the Redis's registry; else the run
 // would wait for ever. It reports and returns exitFailed if not.
+//
+// A worker started at the same time as the run (a script, a compose file)
+// registers within moments: checkServed waits up to servedGrace for one.
 func checkServed(ctx context.Context, env *Env, eng *runtime.Engine, w *ir.Workflow, allowExec bool) int {
-	missing, hs, err := unserved(ctx, eng, w, eng.ControlQueue())
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
-		return exitFailed
-	}
-	if len(missing) == 0 {
-		return exitOK
+	deadline := time.Now().Add(servedGrace)
+	var missing, hs []string
+	for {
+		var err error
+		missing, hs, err = unserved(ctx, eng, w, eng.ControlQueue())
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
+			return exitFailed
+		}
+		if len(missing) == 0 {
+			return exitOK
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	fmt.Fprintf(env.Stderr, "wfc run: this process cannot run handler %s%s, and no live worker on this Redis serves queue %s; start a 'wfc worker' that runs it\n",
 		strings.Join(hs, ", "), execHint(hs, allowExec), strings.Join(missing, ", "))

@@ -1,9 +1,14 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -379,11 +384,12 @@ func agentKilled(t *testing.T, b backend) {
 	}
 }
 
-// TestAgentWorkerTools: an agent calls the worker's real tool set
-// (tools.Worker): a pipeline over data, a search of the deployment's
+// TestAgentWorkerTools: an agent calls each tool of the worker's real tool
+// set (tools.Worker): a pipeline over data, a search of the deployment's
 // catalog (its handlers and a deployed tag), patch_workflow without a
-// patcher, and delegation to the deployed tag; the model's next turn
-// carries each result.
+// patcher, delegation to the deployed tag, and an operation of an
+// allow-listed OpenAPI document; the model's next turn carries each
+// result.
 func TestAgentWorkerTools(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
@@ -399,15 +405,30 @@ func TestAgentWorkerTools(t *testing.T) {
 			{Name: "search_tools", Arguments: json.RawMessage(`{"query":"count"}`)},
 			{Name: "patch_workflow", Arguments: json.RawMessage(`{"operations":[{"op":"add","path":"/nodes/-","value":{"id":"z","type":"task","handler":"noop"}}]}`)},
 			{Name: "delegate_to_agent", Arguments: json.RawMessage(`{"kind":"workflow","target":"helper","wait":true}`)},
+			{Name: "openapi_action", Arguments: json.RawMessage(`{"operation_id":"getPet","params":{"petId":7}}`)},
+		}
+		// An allow-listed API for openapi_action (the tools' test document).
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id": %q, "name": "rex"}`, strings.TrimPrefix(r.URL.Path, "/v1/pets/"))
+		}))
+		defer api.Close()
+		src, err := os.ReadFile("agent/tools/testdata/petstore.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := filepath.Join(t.TempDir(), "petstore.yaml")
+		if err := os.WriteFile(doc, bytes.ReplaceAll(src, []byte("SERVER_URL"), []byte(api.URL)), 0o600); err != nil {
+			t.Fatal(err)
 		}
 		f := &agent.Fake{Answers: []agent.FakeAnswer{{Turn: 1, ToolCalls: calls}, {Turn: 2, Routes: []string{"a"}}}}
 		client := fakeModel(t, f, 0)
-		ts, err := tools.NewWorker(tools.Config{})
+		ts, err := tools.NewWorker(tools.Config{HTTPAllow: []string{strings.TrimPrefix(api.URL, "http://")}, OpenAPI: []string{doc}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		v.worker(func(o *WorkerOptions) { o.Model, o.Tools = client, ts })
-		st := v.run(routing(t, ir.Agent{Tools: []string{"execute_pipeline", "search_tools", "patch_workflow", "delegate_to_agent"}}), nil)
+		st := v.run(routing(t, ir.Agent{Tools: []string{"execute_pipeline", "search_tools", "patch_workflow", "delegate_to_agent", "openapi_action"}}), nil)
 		if st.State != RunCompleted {
 			t.Fatalf("run %s (%s)", st.State, st.Error)
 		}
@@ -421,7 +442,7 @@ func TestAgentWorkerTools(t *testing.T) {
 				results[m.ToolCallID] = m.Content
 			}
 		}
-		if len(results) != 5 {
+		if len(results) != 6 {
 			t.Fatalf("tool results %v", results)
 		}
 		all := ""
@@ -434,6 +455,7 @@ func TestAgentWorkerTools(t *testing.T) {
 			`"name":"helper"`,      // and the deployed tag
 			`not available`,        // no live-patch applier given
 			`"status":"completed"`, // the delegated run ran to its end
+			`"name":"rex"`,         // the API's answer to getPet
 		} {
 			if !strings.Contains(all, want) {
 				t.Errorf("no tool result has %s:\n%s", want, all)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
@@ -163,6 +165,49 @@ func TestOutsideCallsRacePatches(t *testing.T) {
 		t.Logf("%d patches applied during the calls", patched)
 		if patched == 0 {
 			t.Error("no patch raced the calls")
+		}
+	})
+}
+
+// TestPatchRefusesFinishingRun: a run whose work is done waits for its
+// finish token (its outputs) on the control queue, which no worker serves
+// here: a patch then is refused, nothing changed, and the run ends with
+// its outputs once a worker serves that queue.
+func TestPatchRefusesFinishingRun(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: map[string]string{"count": "side"}})
+		w := build(t, wfSpec{outputs: []ir.Output{output("r", "a.output")},
+			nodes: []*nodeSpec{task("a", "count", with("n", konst(`1`)))}})
+		v.worker(func(o *WorkerOptions) { o.Queues = []string{"side"} })
+		run := v.submit(w, nil)
+		waitNode(t, v, run, "a", NodeCompleted)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, err := v.e.Status(v.ctx, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Counter == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never finishing: %s", dump(st))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		before := runSnapshot(t, v, run)
+		_, err := patchRun(v, run, addNode("late", "count", "a"), false)
+		var pr *PatchRefusedError
+		if !errors.As(err, &pr) || !strings.Contains(err.Error(), "finishing") {
+			t.Fatalf("patch of a finishing run: %v", err)
+		}
+		if after := runSnapshot(t, v, run); after != before {
+			t.Fatalf("a refused patch changed the run:\n%s\n%s", before, after)
+		}
+		v.worker(func(o *WorkerOptions) { o.Queues = []string{ControlQueue} })
+		st := v.wait(run)
+		if st.State != RunCompleted || string(st.Result) != `{"r":{"n":1}}` || st.Nodes["late"] != nil {
+			t.Fatalf("status: %s", dump(st))
 		}
 	})
 }

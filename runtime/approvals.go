@@ -371,6 +371,10 @@ func typeName(t *ir.Type) string {
 // decisions (and the timeout) applies, and the escalation is ordered with
 // them.
 func (e *Engine) Decide(ctx context.Context, run, x string, d Decision) error {
+	return retryGraph0(func() error { return e.decideOnce(ctx, run, x, d) })
+}
+
+func (e *Engine) decideOnce(ctx context.Context, run, x string, d Decision) error {
 	if !validRunID(run) {
 		return fmt.Errorf("runtime: decide: invalid run id %q", run)
 	}

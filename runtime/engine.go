@@ -742,6 +742,10 @@ func (e *Engine) Follow(ctx context.Context, run string, fn func(Event) error) (
 // see them; handlers already running finish, and their completions are
 // ignored.
 func (e *Engine) Cancel(ctx context.Context, run string) error {
+	return retryGraph0(func() error { return e.cancelOnce(ctx, run) })
+}
+
+func (e *Engine) cancelOnce(ctx context.Context, run string) error {
 	m, err := e.meta(ctx, run)
 	if err != nil {
 		return err
@@ -761,6 +765,10 @@ func (e *Engine) Cancel(ctx context.Context, run string) error {
 // execution that failed it and the executions that were queued, running or
 // waiting on a retry run again; completed nodes keep their outputs.
 func (e *Engine) Retry(ctx context.Context, run string) error {
+	return retryGraph0(func() error { return e.retryOnce(ctx, run) })
+}
+
+func (e *Engine) retryOnce(ctx context.Context, run string) error {
 	m, err := e.meta(ctx, run)
 	if err != nil {
 		return err

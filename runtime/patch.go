@@ -18,6 +18,29 @@ import (
 // and the caller reads the run again and decides on its current version.
 var errGraphChanged = errors.New("the run's workflow was patched meanwhile (graph changed); read the run again")
 
+// maxGraphRetries bounds how often an outside call (Cancel, Decide,
+// Signal, Retry) reads the run again after a patch raced it: each retry
+// follows a patch that was applied, so a few suffice unless the run is
+// patched in a tight loop, and then the caller gets errGraphChanged.
+const maxGraphRetries = 5
+
+// retryGraph runs f, again on errGraphChanged (f reads the run afresh
+// each time), as workers do after a patch.
+func retryGraph[T any](f func() (T, error)) (T, error) {
+	for try := 1; ; try++ {
+		v, err := f()
+		if try < maxGraphRetries && errors.Is(err, errGraphChanged) {
+			continue
+		}
+		return v, err
+	}
+}
+
+func retryGraph0(f func() error) error {
+	_, err := retryGraph(func() (struct{}, error) { return struct{}{}, f() })
+	return err
+}
+
 // forget drops what the worker keeps of a run (its meta, and that it was
 // found running), so that its next token reads the run's meta.
 func (f *freshness) forget(run string) {

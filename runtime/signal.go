@@ -203,6 +203,10 @@ func staticSignalName(n *ir.Node) (string, bool) {
 // run keeps MaxKeptSignals signals already or would go over
 // max_state_bytes.
 func (e *Engine) Signal(ctx context.Context, run, name, correlation string, payload json.RawMessage) (string, error) {
+	return retryGraph(func() (string, error) { return e.signalOnce(ctx, run, name, correlation, payload) })
+}
+
+func (e *Engine) signalOnce(ctx context.Context, run, name, correlation string, payload json.RawMessage) (string, error) {
 	if !validRunID(run) {
 		return "", fmt.Errorf("runtime: signal: invalid run id %q", run)
 	}

@@ -107,7 +107,7 @@ func runVersions(ctx context.Context, env *Env, args []string) int {
 }
 
 // submitTag is 'wfc submit --tag NAME': a run of the tag's current version.
-func submitTag(ctx context.Context, env *Env, fs *flags, rf runtimeFlags, tag string, args, pairs []string, file string) int {
+func submitTag(ctx context.Context, env *Env, fs *flags, rf runtimeFlags, tag string, args, pairs []string, file string, wait, quiet bool) int {
 	if len(args) != 0 {
 		return fs.usageError(env, "submit --tag NAME takes no workflow file")
 	}
@@ -137,5 +137,5 @@ func submitTag(ctx context.Context, env *Env, fs *flags, rf runtimeFlags, tag st
 	}
 	fmt.Fprintln(env.Stdout, id)
 	fmt.Fprintf(env.Stderr, "wfc submit: run %s of %s v%d (%s)\n", id, tag, v.Version, v.Hash)
-	return exitOK
+	return submitted(ctx, env, eng, w, id, wait, quiet)
 }

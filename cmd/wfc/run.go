@@ -754,7 +754,8 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 const submitDoc = `
 Submit starts a run of a workflow in a Redis and prints its run id; the
 'wfc worker' processes serving that Redis execute it. FILE and inputs as
-for 'wfc run'. With --wait it then waits for the run like 'wfc run', -q
+for 'wfc run'; --tag NAME runs the tag's current version instead (wfc
+deploy). With --wait it then waits for the run like 'wfc run', -q
 leaving out the progress lines. It warns when no live worker serves a
 queue of the run (exec's h:exec needs a 'wfc worker --allow-exec'): the
 run then waits until one starts.`
@@ -778,7 +779,7 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 		return code
 	}
 	if *tag != "" {
-		return submitTag(ctx, env, fs, rf, *tag, args, inputs, *inputFile)
+		return submitTag(ctx, env, fs, rf, *tag, args, inputs, *inputFile, *wait, *quiet)
 	}
 	if len(args) != 1 {
 		return fs.usageError(env, "submit takes one workflow file")
@@ -805,14 +806,21 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 		return exitFailed
 	}
 	fmt.Fprintln(env.Stdout, id)
+	return submitted(ctx, env, eng, w, id, *wait, *quiet)
+}
+
+// submitted is what submit does once its run started (of a file or of a
+// tag): warn when no worker serves one of its queues, and with wait,
+// watch it to its end and exit like 'wfc run'.
+func submitted(ctx context.Context, env *Env, eng *runtime.Engine, w *ir.Workflow, id string, wait, quiet bool) int {
 	// The run waits, visibly (wfc status), for a worker of each queue.
 	if missing, _, err := unserved(ctx, eng, w, ""); err == nil && len(missing) > 0 {
 		fmt.Fprintf(env.Stderr, "wfc submit: no live worker serves queue %s yet: the run waits until one starts\n", strings.Join(missing, ", "))
 	}
-	if !*wait {
+	if !wait {
 		return exitOK
 	}
-	st, err := watch(ctx, env, eng, id, !*quiet)
+	st, err := watch(ctx, env, eng, id, !quiet)
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(env.Stderr, "wfc submit: interrupted; run %s goes on\n", id)

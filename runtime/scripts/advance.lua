@@ -176,7 +176,10 @@ if ends and not outputs and (r[8] or (dl and dl ~= '0' and dl + 0 > 0)) then ret
 if finishing then
   sets[ns + 1] = COUNTER
   sets[ns + 2] = '1'
-  ns = ns + 2
+  -- run|finishing: as lib.lua's settle (patch.lua refuses then).
+  sets[ns + 3] = 'run|finishing'
+  sets[ns + 4] = gen
+  ns = ns + 4
 elseif dc ~= 0 then
   sets[ns + 1] = COUNTER
   sets[ns + 2] = itos(c)

@@ -443,6 +443,9 @@ local function settle()
   local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
   if info.outputs then
     redis.call('XADD', qstream(info.ctl), '*', 't', token('finish', '', '', 0, 1, -1))
+    -- run|finishing (the generation): patch.lua refuses a run whose work
+    -- is done, as finish would end it with the patch's tokens queued.
+    redis.call('HSET', STATE, 'run|finishing', GEN)
     event('run.finishing', 1)
     redis.call('HINCRBY', STATE, COUNTER, DC)
     DC = 0

@@ -32,6 +32,11 @@ if m[1] ~= 'running' then
   return reply({status = 'refused', version = ver, reasons = {'the run is ' .. m[1] .. ': only a running run can be patched'}})
 end
 GEN = tonumber(m[2])
+-- A run whose work is done and whose outputs a worker is computing
+-- (lib.lua's settle) ends with the finish token: too late for new work.
+if redis.call('HGET', STATE, 'run|finishing') == m[2] then
+  return reply({status = 'refused', version = ver, reasons = {'the run is finishing (its work is done, its outputs are being computed): it can no longer be patched'}})
+end
 RET = tonumber(m[3] or '0') or 0
 MAXHOPS = tonumber(m[4] or '0') or 0
 GSFX = A.graph

@@ -72,6 +72,12 @@ func measureChild(out string) int {
 	}
 	go func() {
 		for s := range sigs {
+			// A signal that reaches wfc before it installs its handler
+			// kills it: pass it on once wfc catches it (on a loaded
+			// machine its start can take longer than the test waits).
+			if sig, ok := s.(syscall.Signal); ok {
+				waitCaught(cmd.Process.Pid, sig, 10*time.Second)
+			}
 			cmd.Process.Signal(s)
 		}
 	}()
@@ -83,6 +89,27 @@ func measureChild(out string) int {
 	}
 	os.WriteFile(out, []byte(fmt.Sprintf("%d %d", code, rss)), 0o644)
 	return max(code, 0)
+}
+
+// waitCaught waits until process pid has a handler for sig (Linux: the
+// SigCgt mask of /proc/PID/status), at most d; elsewhere it returns at once.
+func waitCaught(pid int, sig syscall.Signal, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if hex, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+				mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+				if err != nil || mask&(1<<(uint(sig)-1)) != 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Default bounds of a case.
@@ -795,6 +822,7 @@ func TestLimitProcessSignals(t *testing.T) {
 		}
 		p.Start()
 		time.Sleep(300 * time.Millisecond)
+		waitCaught(p.cmd.Process.Pid, c.sig, 10*time.Second) // the launcher's handler
 		sent := time.Now()
 		p.Signal(c.sig)
 		r := p.Wait()

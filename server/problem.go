@@ -14,6 +14,9 @@ type Problem struct {
 	Status   int    `json:"status"`
 	Detail   string `json:"detail,omitempty"`
 	Instance string `json:"instance,omitempty"`
+	// Code is the problem type's slug (the fragment of Type), for clients
+	// to branch on; the remote task queue's problems carry it too.
+	Code string `json:"code"`
 	// Diagnostics are the compiler's diagnostics of a refused source.
 	Diagnostics any `json:"diagnostics,omitempty"`
 	// Errors are the problems found in a request's inputs.
@@ -49,6 +52,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, kind, deta
 
 func writeProblemDoc(w http.ResponseWriter, r *http.Request, p *Problem) {
 	p.Title = problemTitles[p.Type]
+	p.Code = p.Type
 	p.Type = problemBase + p.Type
 	if r != nil {
 		p.Instance = r.URL.Path

@@ -29,8 +29,8 @@ type Config struct {
 	// Tokens authenticates requests; nil or empty lets every request do
 	// everything, which Listen allows on loopback addresses only.
 	Tokens *Tokens
-	// Workflows is the workflow store; nil means the engine's catalog
-	// (EngineWorkflows).
+	// Workflows is the workflow store; nil means the engine's versioned
+	// store (EngineWorkflows).
 	Workflows WorkflowStore
 	// CompletionKey signs completion tokens (HMAC-SHA256, at least 32
 	// bytes). Every server of a deployment needs the same key for a token
@@ -117,6 +117,7 @@ func (s *Server) routes() {
 	auth("POST /v1/workflows", ScopeSubmit, s.deployWorkflow)
 	auth("GET /v1/workflows", ScopeRead, s.listWorkflows)
 	auth("GET /v1/workflows/{ref}", ScopeRead, s.getWorkflow)
+	auth("GET /v1/workflows/{tag}/versions", ScopeRead, s.workflowVersions)
 
 	auth("POST /v1/runs", ScopeSubmit, s.submitRun)
 	auth("GET /v1/runs", ScopeRead, s.listRuns)

@@ -138,7 +138,9 @@ func (s *Server) routes() {
 	if s.cfg.TasksHandler != nil {
 		s.mux.Handle("/v1/tasks/", s.authorize(ScopeWork, s.cfg.TasksHandler.ServeHTTP))
 	}
-	// Patches (the live-patching issue) are not served yet.
+	// Live patches (docs/patching.md): admin only.
+	auth("POST /v1/runs/{run}/patch", ScopeAdmin, s.patchRun)
+	auth("POST /v1/workflows/{tag}/patch-running", ScopeAdmin, s.patchRunning)
 
 	open("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, "not-found", "no such endpoint: "+r.Method+" "+r.URL.Path)

@@ -48,7 +48,9 @@ func TestServeMountsTaskQueue(t *testing.T) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- dispatch(ctx, env, []string{"serve", "--listen", addr, "--workers", "0", "--task-max-wait", "2s"}) }()
+	go func() {
+		done <- dispatch(ctx, env, []string{"serve", "--listen", addr, "--workers", "0", "--task-max-wait", "2s"})
+	}()
 	defer func() {
 		cancel()
 		if code := <-done; code != exitOK {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,111 +131,25 @@ func (e *Engine) ReleaseOnce(ctx context.Context, run, name string) error {
 	return e.st.rdb.Del(ctx, e.st.ks.runKey(run, "once:"+name)).Err()
 }
 
-// The workflow catalog: deployed IR documents by content hash (the key
-// Submit stores them under, "<prefix>:ir:<hash>"), a sorted set of the
-// deployed hashes by first deployment time ("<prefix>:workflows") and a
-// hash of tags ("<prefix>:tags": tag -> IR hash) and one of names
-// ("<prefix>:workflow-names": IR hash -> workflow name). It is read and written
-// with plain commands, never inside a script, so it needs no hash tag.
+// The workflows wfc serve deploys live in the versioned store
+// (versions.go); StoreIR is its tagless deployment.
 
-func (k keyspace) workflowIndex() string { return k.prefix + ":workflows" }
-func (k keyspace) workflowTags() string  { return k.prefix + ":tags" }
-func (k keyspace) workflowNames() string { return k.prefix + ":workflow-names" }
-
-// ErrUnknownWorkflow is returned for a hash or tag that names no deployed
+// ErrUnknownWorkflow is returned for a hash or name that names no stored
 // workflow.
 var ErrUnknownWorkflow = errors.New("unknown workflow")
 
-// A Deployed is a workflow of the catalog.
-type Deployed struct {
-	Hash     string    `json:"hash"`
-	Name     string    `json:"name"`
-	Deployed time.Time `json:"deployed"`
-	Tags     []string  `json:"tags,omitempty"`
-}
-
-// DeployWorkflow validates w, stores its IR by content hash, adds it to
-// the catalog and, when tag is not empty, points tag at it (a tag moves;
-// the IR under a hash never changes). It returns the hash.
-func (e *Engine) DeployWorkflow(ctx context.Context, w *ir.Workflow, tag string) (string, error) {
-	if probs := ir.Validate(w); len(probs) > 0 {
-		return "", fmt.Errorf("runtime: invalid IR: %v", ir.Problems(probs))
-	}
-	hash, err := ir.Hash(w)
+// StoreIR validates w and stores its IR under its content hash (once: the
+// content under a hash never changes), without a tag: a deployment of
+// wfc serve that names no tag. It returns the hash, for StoredIR.
+func (e *Engine) StoreIR(ctx context.Context, w *ir.Workflow) (string, error) {
+	p, err := e.plan(w)
 	if err != nil {
 		return "", err
 	}
-	data, err := ir.Marshal(w)
-	if err != nil {
+	if err := e.storeIR(ctx, p); err != nil {
 		return "", err
 	}
-	pipe := e.st.rdb.TxPipeline()
-	pipe.SetNX(ctx, e.st.ks.ir(hash), data, 0)
-	pipe.ZAddNX(ctx, e.st.ks.workflowIndex(), redis.Z{Score: float64(nowMS()), Member: hash})
-	pipe.HSet(ctx, e.st.ks.workflowNames(), hash, w.Name)
-	if tag != "" {
-		pipe.HSet(ctx, e.st.ks.workflowTags(), tag, hash)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return "", err
-	}
-	return hash, nil
-}
-
-// DeployedWorkflow returns the IR of a deployed hash, or of the hash a tag
-// names (IsIRHash tells them apart).
-func (e *Engine) DeployedWorkflow(ctx context.Context, ref string) (*ir.Workflow, string, error) {
-	hash := ref
-	if !IsIRHash(ref) {
-		h, err := e.st.rdb.HGet(ctx, e.st.ks.workflowTags(), ref).Result()
-		if err == redis.Nil {
-			return nil, "", fmt.Errorf("%w: no tag %q", ErrUnknownWorkflow, ref)
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		hash = h
-	}
-	data, err := e.st.rdb.Get(ctx, e.st.ks.ir(hash)).Bytes()
-	if err == redis.Nil {
-		return nil, "", fmt.Errorf("%w: no IR %s", ErrUnknownWorkflow, hash)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	w, err := ir.Decode(data)
-	if err != nil {
-		return nil, "", fmt.Errorf("runtime: stored IR %s: %w", hash, err)
-	}
-	return w, hash, nil
-}
-
-// DeployedWorkflows lists the catalog, oldest first, with each hash's tags.
-func (e *Engine) DeployedWorkflows(ctx context.Context) ([]Deployed, error) {
-	zs, err := e.st.rdb.ZRangeWithScores(ctx, e.st.ks.workflowIndex(), 0, -1).Result()
-	if err != nil {
-		return nil, err
-	}
-	tags, err := e.st.rdb.HGetAll(ctx, e.st.ks.workflowTags()).Result()
-	if err != nil {
-		return nil, err
-	}
-	byHash := map[string][]string{}
-	for t, h := range tags {
-		byHash[h] = append(byHash[h], t)
-	}
-	names, err := e.st.rdb.HGetAll(ctx, e.st.ks.workflowNames()).Result()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Deployed, 0, len(zs))
-	for _, z := range zs {
-		h, _ := z.Member.(string)
-		d := Deployed{Hash: h, Deployed: msTime(int64(z.Score)), Name: names[h], Tags: byHash[h]}
-		slices.Sort(d.Tags)
-		out = append(out, d)
-	}
-	return out, nil
+	return p.hash, nil
 }
 
 // IsIRHash reports whether s is an IR content hash as ir.Hash writes it:

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/wfc-lang/wfc/ir"
 )
 
 // TestListRuns: the run index lists runs newest first, filters by state,
@@ -81,27 +83,28 @@ func TestListRuns(t *testing.T) {
 	})
 }
 
-func TestCatalogAndClaims(t *testing.T) {
+func TestStoreIRAndClaims(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		ctx := context.Background()
 		e := openEngine(t, b, Options{})
 		w := build(t, wfSpec{name: "a", nodes: []*nodeSpec{task("x", "noop")}})
-		h, err := e.DeployWorkflow(ctx, w, "v1")
+		// A tagless deployment (wfc serve's) stores the IR under its hash
+		// only: StoredIR has it, no tag names it.
+		h, err := e.StoreIR(ctx, w)
 		if err != nil || !IsIRHash(h) {
-			t.Fatalf("deploy: %q %v", h, err)
+			t.Fatalf("store: %q %v", h, err)
 		}
-		for _, ref := range []string{"v1", h} {
-			got, gh, err := e.DeployedWorkflow(ctx, ref)
-			if err != nil || gh != h || got.Name != "a" {
-				t.Fatalf("get %s: %v %s", ref, err, gh)
-			}
+		if got, err := e.StoredIR(ctx, h); err != nil || got.Name != "a" {
+			t.Fatalf("stored IR: %v %v", got, err)
 		}
-		if _, _, err := e.DeployedWorkflow(ctx, "nosuch"); !errors.Is(err, ErrUnknownWorkflow) {
-			t.Fatalf("unknown tag: %v", err)
+		if again, err := e.StoreIR(ctx, w); err != nil || again != h {
+			t.Fatalf("stored again: %s %v", again, err)
 		}
-		list, err := e.DeployedWorkflows(ctx)
-		if err != nil || len(list) != 1 || list[0].Name != "a" || len(list[0].Tags) != 1 {
-			t.Fatalf("list: %+v %v", list, err)
+		if tags, err := e.Tags(ctx); err != nil || len(tags) != 0 {
+			t.Fatalf("tags: %v %v", tags, err)
+		}
+		if _, err := e.StoreIR(ctx, &ir.Workflow{}); err == nil {
+			t.Fatal("an invalid IR was stored")
 		}
 		run, err := e.Submit(ctx, w, nil)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -240,3 +241,16 @@ func principalOf(ctx context.Context) *Principal {
 // anonymous is the principal of a server without tokens (loopback only):
 // it may do everything, as `wfc` against the same Redis could.
 var anonymous = &Principal{Subject: "local", Scopes: []string{ScopeAdmin}}
+
+// Authorized is tasksapi.Config.Authorize for the handler mounted as
+// Config.TasksHandler: the server has already checked the bearer token
+// and scope "work" (the handler runs behind authorize), so it returns the
+// token's subject; a request that did not come through the server (the
+// handler served on its own) is refused.
+func Authorized(r *http.Request) (string, error) {
+	p := principalOf(r.Context())
+	if p == nil {
+		return "", errors.New("the request did not pass the server's authentication")
+	}
+	return p.Subject, nil
+}

@@ -73,6 +73,9 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		b.WriteString("event: " + typ + "\ndata: ")
 		b.Write(data)
 		b.WriteString("\n\n")
+		// A stream outlives the http.Server's WriteTimeout: each write
+		// gets its own deadline instead (a stuck client still ends).
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.Heartbeat + 30*time.Second))
 		if _, err := w.Write([]byte(b.String())); err != nil {
 			return false
 		}

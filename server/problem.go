@@ -14,10 +14,18 @@ type Problem struct {
 	Status   int    `json:"status"`
 	Detail   string `json:"detail,omitempty"`
 	Instance string `json:"instance,omitempty"`
+	// Code is the problem type's slug (the fragment of Type), for clients
+	// to branch on; the remote task queue's problems carry it too.
+	Code string `json:"code"`
 	// Diagnostics are the compiler's diagnostics of a refused source.
 	Diagnostics any `json:"diagnostics,omitempty"`
-	// Errors are the problems found in a request's inputs.
+	// Errors are the problems found in a request's inputs, or the
+	// reasons a run's live state refuses a patch.
 	Errors []string `json:"errors,omitempty"`
+	// Pointer is the JSON pointer (RFC 6901) into the IR at which a patch
+	// failed, and Operation the index of its operation.
+	Pointer   string `json:"pointer,omitempty"`
+	Operation *int   `json:"operation,omitempty"`
 }
 
 // problemBase is the namespace of the problem types; each names a section
@@ -41,6 +49,8 @@ var problemTitles = map[string]string{
 	"too-many-streams":   "Too many event streams",
 	"unavailable":        "Service unavailable",
 	"internal":           "Internal error",
+	"patch-invalid":      "The patch does not apply or the patched workflow does not check",
+	"patch-refused":      "The run's live state refuses the patch",
 }
 
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, kind, detail string) {
@@ -49,6 +59,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, kind, deta
 
 func writeProblemDoc(w http.ResponseWriter, r *http.Request, p *Problem) {
 	p.Title = problemTitles[p.Type]
+	p.Code = p.Type
 	p.Type = problemBase + p.Type
 	if r != nil {
 		p.Instance = r.URL.Path

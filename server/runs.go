@@ -57,18 +57,19 @@ func (s *Server) submitRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var wf *ir.Workflow
-	var hash string
+	var hash, tag string
 	var diags diag.List
 	switch {
 	case req.Workflow != "" && (req.Source != "" || len(req.IR) > 0):
 		writeProblem(w, r, http.StatusBadRequest, "bad-request", "give workflow (a tag or hash) or an inline source or ir, not both")
 		return
 	case req.Workflow != "":
-		var err error
-		if wf, hash, err = s.wf.Get(ctx, req.Workflow); err != nil {
+		wfv, v, err := s.wf.Get(ctx, req.Workflow)
+		if err != nil {
 			s.runtimeError(w, r, err)
 			return
 		}
+		wf, hash, tag = wfv, v.Hash, v.Tag
 	default:
 		if wf, diags = s.compileUpload(w, r, req.Source, req.File, req.IR); wf == nil {
 			return
@@ -110,7 +111,24 @@ func (s *Server) submitRun(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	if _, err := s.eng.Submit(ctx, wf, inputs, runtime.WithRunID(run)); err != nil {
+	var err error
+	if tag != "" {
+		// By tag: SubmitTag records the run under the tag, so that
+		// TagRuns and `wfc patch --all-running` see it. It resolves the tag
+		// again; should the tag have moved meanwhile, the run is of the
+		// newer version (its inputs validated against it by Submit).
+		var v runtime.Version
+		_, v, err = s.wf.SubmitTag(ctx, tag, inputs, runtime.WithRunID(run))
+		if err == nil && v.Hash != hash {
+			hash = v.Hash
+			if nw, _, gerr := s.wf.Get(ctx, hash); gerr == nil {
+				wf = nw
+			}
+		}
+	} else {
+		_, err = s.eng.Submit(ctx, wf, inputs, runtime.WithRunID(run))
+	}
+	if err != nil {
 		if errors.Is(err, runtime.ErrRunExists) {
 			writeProblem(w, r, http.StatusUnprocessableEntity, "idempotency", "this Idempotency-Key started run "+run+" of another workflow")
 			return

@@ -29,8 +29,8 @@ type Config struct {
 	// Tokens authenticates requests; nil or empty lets every request do
 	// everything, which Listen allows on loopback addresses only.
 	Tokens *Tokens
-	// Workflows is the workflow store; nil means the engine's catalog
-	// (EngineWorkflows).
+	// Workflows is the workflow store; nil means the engine's versioned
+	// store (EngineWorkflows).
 	Workflows WorkflowStore
 	// CompletionKey signs completion tokens (HMAC-SHA256, at least 32
 	// bytes). Every server of a deployment needs the same key for a token
@@ -117,6 +117,7 @@ func (s *Server) routes() {
 	auth("POST /v1/workflows", ScopeSubmit, s.deployWorkflow)
 	auth("GET /v1/workflows", ScopeRead, s.listWorkflows)
 	auth("GET /v1/workflows/{ref}", ScopeRead, s.getWorkflow)
+	auth("GET /v1/workflows/{tag}/versions", ScopeRead, s.workflowVersions)
 
 	auth("POST /v1/runs", ScopeSubmit, s.submitRun)
 	auth("GET /v1/runs", ScopeRead, s.listRuns)
@@ -137,7 +138,9 @@ func (s *Server) routes() {
 	if s.cfg.TasksHandler != nil {
 		s.mux.Handle("/v1/tasks/", s.authorize(ScopeWork, s.cfg.TasksHandler.ServeHTTP))
 	}
-	// Patches (the live-patching issue) are not served yet.
+	// Live patches (docs/patching.md): admin only.
+	auth("POST /v1/runs/{run}/patch", ScopeAdmin, s.patchRun)
+	auth("POST /v1/workflows/{tag}/patch-running", ScopeAdmin, s.patchRunning)
 
 	open("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusNotFound, "not-found", "no such endpoint: "+r.Method+" "+r.URL.Path)

@@ -69,20 +69,44 @@ func TestWorkflowsAndRuns(t *testing.T) {
 		if r.status != 201 || dep2.Hash != dep.Hash {
 			t.Fatalf("deploy IR: %d %s (want hash %s)", r.status, r.body, dep.Hash)
 		}
-		var list struct{ Workflows []runtime.Deployed }
+		if dep.Tag != "greet-v1" || dep.Version != 1 || dep2.Version != 1 {
+			t.Fatalf("versions: %+v %+v", dep, dep2)
+		}
+		// The same IR again: the tag's current version; another IR: the
+		// next version.
+		r = c.do("POST", "/v1/workflows", map[string]any{"source": greet, "tag": "greet-ir"}, nil)
+		var dep3 workflowResponse
+		r.decode(t, &dep3)
+		if r.status != 201 || dep3.Version != 1 {
+			t.Fatalf("redeploy: %d %s", r.status, r.body)
+		}
+		other := strings.Replace(greet, "workflow greet", "workflow greet2", 1)
+		r = c.do("POST", "/v1/workflows", map[string]any{"source": other, "tag": "greet-ir"}, nil)
+		r.decode(t, &dep3)
+		if r.status != 201 || dep3.Version != 2 || dep3.Hash == dep.Hash || dep3.Name != "greet2" {
+			t.Fatalf("second version: %d %s", r.status, r.body)
+		}
+		var list struct{ Tags []runtime.Version }
 		c.do("GET", "/v1/workflows", nil, nil).decode(t, &list)
-		if len(list.Workflows) != 1 || strings.Join(list.Workflows[0].Tags, ",") != "greet-ir,greet-v1" {
+		if len(list.Tags) != 2 || list.Tags[0].Tag != "greet-ir" || list.Tags[0].Version != 2 || list.Tags[1].Tag != "greet-v1" || list.Tags[1].Hash != dep.Hash {
 			t.Fatalf("list: %+v", list)
 		}
-		for _, ref := range []string{"greet-v1", dep.Hash} {
+		var versions struct{ Versions []runtime.Version }
+		c.do("GET", "/v1/workflows/greet-ir/versions", nil, nil).decode(t, &versions)
+		if len(versions.Versions) != 2 || versions.Versions[0].Hash != dep.Hash || versions.Versions[1].Hash != dep3.Hash || versions.Versions[1].Version != 2 {
+			t.Fatalf("versions: %+v", versions)
+		}
+		c.do("GET", "/v1/workflows/nosuch/versions", nil, nil).problem(t, 404)
+		for ref, want := range map[string]string{"greet-v1": dep.Hash, dep.Hash: dep.Hash, "greet-ir": dep3.Hash} {
 			r = c.do("GET", "/v1/workflows/"+ref, nil, nil)
 			var got workflowResponse
 			r.decode(t, &got)
-			if r.status != 200 || got.Hash != dep.Hash || len(got.IR) == 0 {
+			if r.status != 200 || got.Hash != want || len(got.IR) == 0 {
 				t.Fatalf("get %s: %d %s", ref, r.status, r.body)
 			}
 		}
 		c.do("GET", "/v1/workflows/nosuch", nil, nil).problem(t, 404)
+		c.do("GET", "/v1/workflows/sha256:"+strings.Repeat("0", 64), nil, nil).problem(t, 404)
 
 		// Submit by tag, by hash and inline; wrong inputs write nothing.
 		r = c.do("POST", "/v1/runs", map[string]any{"workflow": "greet-v1", "inputs": map[string]any{"name": "Ada"}}, nil)
@@ -91,6 +115,10 @@ func TestWorkflowsAndRuns(t *testing.T) {
 		}
 		var sub submitResponse
 		r.decode(t, &sub)
+		// A run submitted by tag is the tag's (TagRuns, wfc patch --all-running).
+		if runs, err := ts.eng.TagRuns(context.Background(), "greet-v1"); err != nil || len(runs) != 1 || runs[0].RunID != sub.RunID {
+			t.Fatalf("tag runs: %v %v", runs, err)
+		}
 		st := c.waitRun(sub.RunID)
 		if st.State != "completed" || string(st.Result) != `{"result":"HELLO, ADA!"}` {
 			t.Fatalf("run: %s %s", st.State, st.Result)
@@ -420,9 +448,9 @@ func TestBadRequests(t *testing.T) {
 		if got := listRuns(t, c, ""); len(got) != 0 {
 			t.Fatalf("bad requests wrote runs: %+v", got)
 		}
-		var list struct{ Workflows []runtime.Deployed }
+		var list struct{ Tags []runtime.Version }
 		c.do("GET", "/v1/workflows", nil, nil).decode(t, &list)
-		if len(list.Workflows) != 0 {
+		if len(list.Tags) != 0 {
 			t.Fatalf("bad requests deployed: %+v", list)
 		}
 	})

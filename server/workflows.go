@@ -18,32 +18,62 @@ import (
 )
 
 // A WorkflowStore keeps deployed workflows: IR by content hash, and tags
-// naming hashes. The server reaches the store only through it, so that it
-// can move to another store (the runtime's versioned store of the
-// live-patching work) without touching the handlers.
+// naming a sequence of versions (the runtime's versioned store,
+// runtime/versions.go, which `wfc deploy` and live patching use too).
 type WorkflowStore interface {
-	// Deploy stores w and points tag (may be "") at it; it returns the hash.
-	Deploy(ctx context.Context, w *ir.Workflow, tag string) (string, error)
-	// Get returns the workflow a hash or a tag names, and its hash; an
-	// unknown one is an error wrapping runtime.ErrUnknownWorkflow.
-	Get(ctx context.Context, ref string) (*ir.Workflow, string, error)
-	// List returns the deployed workflows.
-	List(ctx context.Context) ([]runtime.Deployed, error)
+	// Deploy stores w and, when tag is not "", makes it tag's next
+	// version (deployed by by). Without a tag only the IR is stored; the
+	// Version then has the hash alone.
+	Deploy(ctx context.Context, w *ir.Workflow, tag, by string) (runtime.Version, error)
+	// Get returns the workflow a hash or a tag names (a tag's current
+	// version); an unknown one is an error wrapping
+	// runtime.ErrUnknownWorkflow or runtime.ErrUnknownTag.
+	Get(ctx context.Context, ref string) (*ir.Workflow, runtime.Version, error)
+	// Tags returns the deployed tags, sorted.
+	Tags(ctx context.Context) ([]string, error)
+	// Versions returns a tag's versions, oldest first.
+	Versions(ctx context.Context, tag string) ([]runtime.Version, error)
+	// SubmitTag starts a run of tag's current version, recorded under the
+	// tag (runtime.Engine.TagRuns, `wfc patch --all-running`).
+	SubmitTag(ctx context.Context, tag string, inputs map[string]any, opts ...runtime.SubmitOption) (string, runtime.Version, error)
 }
 
-// EngineWorkflows is the WorkflowStore of the engine's catalog.
+// EngineWorkflows is the WorkflowStore of the engine's versioned store.
 type EngineWorkflows struct{ E *runtime.Engine }
 
-func (s EngineWorkflows) Deploy(ctx context.Context, w *ir.Workflow, tag string) (string, error) {
-	return s.E.DeployWorkflow(ctx, w, tag)
+func (s EngineWorkflows) Deploy(ctx context.Context, w *ir.Workflow, tag, by string) (runtime.Version, error) {
+	if tag == "" {
+		hash, err := s.E.StoreIR(ctx, w)
+		return runtime.Version{Hash: hash}, err
+	}
+	return s.E.Deploy(ctx, w, tag, by)
 }
 
-func (s EngineWorkflows) Get(ctx context.Context, ref string) (*ir.Workflow, string, error) {
-	return s.E.DeployedWorkflow(ctx, ref)
+func (s EngineWorkflows) Get(ctx context.Context, ref string) (*ir.Workflow, runtime.Version, error) {
+	if runtime.IsIRHash(ref) {
+		w, err := s.E.StoredIR(ctx, ref)
+		if err != nil {
+			return nil, runtime.Version{}, err
+		}
+		return w, runtime.Version{Hash: ref}, nil
+	}
+	if !runtime.ValidTag(ref) {
+		return nil, runtime.Version{}, fmt.Errorf("%w: %q is neither a hash nor a tag", runtime.ErrUnknownWorkflow, ref)
+	}
+	return s.E.Tagged(ctx, ref)
 }
 
-func (s EngineWorkflows) List(ctx context.Context) ([]runtime.Deployed, error) {
-	return s.E.DeployedWorkflows(ctx)
+func (s EngineWorkflows) Tags(ctx context.Context) ([]string, error) { return s.E.Tags(ctx) }
+
+func (s EngineWorkflows) Versions(ctx context.Context, tag string) ([]runtime.Version, error) {
+	if !runtime.ValidTag(tag) {
+		return nil, fmt.Errorf("%w %s", runtime.ErrUnknownTag, tag)
+	}
+	return s.E.Versions(ctx, tag)
+}
+
+func (s EngineWorkflows) SubmitTag(ctx context.Context, tag string, inputs map[string]any, opts ...runtime.SubmitOption) (string, runtime.Version, error) {
+	return s.E.SubmitTag(ctx, tag, inputs, opts...)
 }
 
 // A deployRequest deploys a source or an IR document.
@@ -60,21 +90,14 @@ type workflowResponse struct {
 	Hash        string          `json:"hash"`
 	Name        string          `json:"name"`
 	Tag         string          `json:"tag,omitempty"`
+	Version     int             `json:"version,omitempty"`
 	Diagnostics diag.List       `json:"diagnostics"`
 	IR          json.RawMessage `json:"ir,omitempty"`
 }
 
-// validTag: 1 to 128 of [A-Za-z0-9_.:-], not a hash.
+// validTag: the runtime's tags (1 to 64 of [A-Za-z0-9._:-]), not a hash.
 func validTag(t string) bool {
-	if t == "" || len(t) > 128 || runtime.IsIRHash(t) || strings.HasPrefix(t, "sha256:") {
-		return false
-	}
-	for _, r := range t {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_.:-", r)) {
-			return false
-		}
-	}
-	return true
+	return runtime.ValidTag(t) && !strings.HasPrefix(t, "sha256:")
 }
 
 // noImports refuses the file reads of an uploaded source (import, flow
@@ -127,35 +150,44 @@ func (s *Server) deployWorkflow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Tag != "" && !validTag(req.Tag) {
-		writeProblem(w, r, http.StatusBadRequest, "bad-request", "a tag is 1 to 128 of [A-Za-z0-9_.:-] and not a hash")
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "a tag is 1 to 64 of [A-Za-z0-9_.:-] and not a hash")
 		return
 	}
 	wf, diags := s.compileUpload(w, r, req.Source, req.File, req.IR)
 	if wf == nil {
 		return
 	}
-	hash, err := s.wf.Deploy(r.Context(), wf, req.Tag)
+	v, err := s.wf.Deploy(r.Context(), wf, req.Tag, principalOf(r.Context()).Subject)
 	if err != nil {
-		s.internal(w, r, err)
+		s.runtimeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, workflowResponse{Hash: hash, Name: wf.Name, Tag: req.Tag, Diagnostics: diags})
+	writeJSON(w, http.StatusCreated, workflowResponse{Hash: v.Hash, Name: wf.Name, Tag: v.Tag, Version: v.Version, Diagnostics: diags})
 }
 
+// listWorkflows lists the tags, each with its current version.
 func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) {
-	list, err := s.wf.List(r.Context())
+	ctx := r.Context()
+	tags, err := s.wf.Tags(ctx)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	if list == nil {
-		list = []runtime.Deployed{}
+	list := make([]runtime.Version, 0, len(tags))
+	for _, t := range tags {
+		vs, err := s.wf.Versions(ctx, t)
+		if err != nil || len(vs) == 0 {
+			s.internal(w, r, fmt.Errorf("tag %s: %v", t, err))
+			return
+		}
+		list = append(list, vs[len(vs)-1])
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"workflows": list})
+	writeJSON(w, http.StatusOK, map[string]any{"tags": list})
 }
 
+// getWorkflow returns the IR a hash or a tag's current version names.
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
-	wf, hash, err := s.wf.Get(r.Context(), r.PathValue("ref"))
+	wf, v, err := s.wf.Get(r.Context(), r.PathValue("ref"))
 	if err != nil {
 		s.runtimeError(w, r, err)
 		return
@@ -165,7 +197,17 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, workflowResponse{Hash: hash, Name: wf.Name, Diagnostics: diag.List{}, IR: data})
+	writeJSON(w, http.StatusOK, workflowResponse{Hash: v.Hash, Name: wf.Name, Tag: v.Tag, Version: v.Version, Diagnostics: diag.List{}, IR: data})
+}
+
+// workflowVersions lists a tag's versions, oldest first.
+func (s *Server) workflowVersions(w http.ResponseWriter, r *http.Request) {
+	vs, err := s.wf.Versions(r.Context(), r.PathValue("tag"))
+	if err != nil {
+		s.runtimeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"versions": vs})
 }
 
 // decodeBody decodes a JSON request body into v: one JSON object, no
@@ -219,7 +261,8 @@ func (s *Server) runtimeError(w http.ResponseWriter, r *http.Request, err error)
 	msg = strings.TrimPrefix(msg, "runtime: ")
 	var ie *runtime.InputError
 	switch {
-	case errors.Is(err, runtime.ErrUnknownRun), errors.Is(err, runtime.ErrUnknownWorkflow):
+	case errors.Is(err, runtime.ErrUnknownRun), errors.Is(err, runtime.ErrUnknownWorkflow), errors.Is(err, runtime.ErrUnknownTag),
+		strings.Contains(msg, "is not stored"):
 		writeProblem(w, r, http.StatusNotFound, "not-found", msg)
 	case errors.As(err, &ie):
 		writeProblemDoc(w, r, &Problem{Status: http.StatusUnprocessableEntity, Type: "invalid", Detail: "the inputs do not fit the workflow", Errors: ie.Problems})

@@ -19,6 +19,7 @@ import (
 	"github.com/wfc-lang/wfc/runtime"
 	"github.com/wfc-lang/wfc/server"
 	"github.com/wfc-lang/wfc/server/client"
+	"github.com/wfc-lang/wfc/server/tasksapi"
 )
 
 const serveDoc = `
@@ -53,6 +54,8 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	ckey := fs.String("completion-key-file", env.Getenv("WFC_COMPLETION_KEY_FILE"), "sign completion tokens with the key in `FILE` (at least 32 bytes; default a random key of this process, $WFC_COMPLETION_KEY_FILE)")
 	workers := fs.Int("workers", 4, "in-process workers (0: none; 'wfc worker' serves the runs)")
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in `BYTES`")
+	taskLease := fs.Duration("task-lease", 30*time.Second, "how long a task polled from /v1/tasks/ stays with its worker without a heartbeat")
+	taskWait := fs.Duration("task-max-wait", 30*time.Second, "the longest a /v1/tasks/poll waits for a task")
 	drain := fs.Duration("drain", 10*time.Second, "on SIGINT or SIGTERM, wait at most `DURATION` for requests in flight")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
@@ -106,7 +109,15 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		eng.StartWorkers(wctx, *workers)
 		defer eng.StopWorkers()
 	}
-	srv, err := server.New(server.Config{Engine: eng, Tokens: tok, CompletionKey: completionKey, MaxBodyBytes: *maxBody, Logger: log})
+	// The remote task queue (docs/handlers.md): handlers in any language
+	// poll /v1/tasks/, behind the server's tokens with scope "work".
+	remote, err := eng.NewRemote(runtime.RemoteOptions{Lease: *taskLease, MaxWait: *taskWait, Logger: log})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "wfc serve: %v\n", err)
+		return exitFailed
+	}
+	tasks := tasksapi.New(tasksapi.Config{Remote: remote, Authorize: server.Authorized, Logger: log})
+	srv, err := server.New(server.Config{Engine: eng, Tokens: tok, CompletionKey: completionKey, MaxBodyBytes: *maxBody, Logger: log, TasksHandler: tasks})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "wfc serve: %v\n", err)
 		return exitFailed
@@ -119,8 +130,11 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
+	// WriteTimeout outlasts the longest task poll (a long poll answers
+	// after up to MaxWait); event streams extend their own deadline.
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		WriteTimeout: remote.MaxWait() + time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if tlsCfg != nil {
 		scheme = "https"

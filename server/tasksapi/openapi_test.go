@@ -37,7 +37,7 @@ func TestOpenAPIFragment(t *testing.T) {
 	}
 	for name, v := range map[string]any{
 		"PollRequest": PollRequest{}, "Task": runtime.RemoteTask{}, "LeaseRequest": LeaseRequest{}, "HeartbeatResponse": HeartbeatResponse{},
-		"CompleteRequest": CompleteRequest{}, "FailRequest": FailRequest{}, "TaskError": runtime.TaskError{}, "TaskProblem": Problem{},
+		"CompleteRequest": CompleteRequest{}, "FailRequest": FailRequest{}, "TaskError": runtime.TaskError{}, "Problem": Problem{},
 	} {
 		s, ok := doc.Comps.Schemas[name]
 		if !ok {

@@ -59,7 +59,7 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("POST /v1/tasks/{id}/complete", a.auth(a.complete))
 	mux.HandleFunc("POST /v1/tasks/{id}/fail", a.auth(a.fail))
 	mux.HandleFunc("/v1/tasks/", func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, http.StatusNotFound, "not-found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+		writeProblem(w, r, http.StatusNotFound, "not-found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	return mux
 }
@@ -79,7 +79,11 @@ func (a *api) auth(next func(http.ResponseWriter, *http.Request, string)) http.H
 				if status == http.StatusUnauthorized {
 					w.Header().Set("WWW-Authenticate", `Bearer realm="wfc"`)
 				}
-				writeProblem(w, status, "unauthorized", err.Error())
+				code := "unauthorized"
+				if status == http.StatusForbidden {
+					code = "forbidden"
+				}
+				writeProblem(w, r, status, code, err.Error())
 				return
 			}
 		}
@@ -93,7 +97,7 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			writeProblem(w, http.StatusUnsupportedMediaType, "unsupported-media-type", "send application/json")
+			writeProblem(w, r, http.StatusUnsupportedMediaType, "unsupported-media", "send application/json")
 			return false
 		}
 	}
@@ -109,11 +113,11 @@ func (a *api) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeProblem(w, http.StatusRequestEntityTooLarge, "body-too-large",
+			writeProblem(w, r, http.StatusRequestEntityTooLarge, "too-large",
 				fmt.Sprintf("the body is over the limit of %d bytes", mbe.Limit))
 			return false
 		}
-		writeProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", err.Error())
 		return false
 	}
 	return true
@@ -132,7 +136,7 @@ func (a *api) poll(w http.ResponseWriter, r *http.Request, subject string) {
 		return
 	}
 	if req.WaitMS < 0 {
-		writeProblem(w, http.StatusBadRequest, "bad-request", "wait_ms must not be negative")
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "wait_ms must not be negative")
 		return
 	}
 	// Longer waits are cut to the server's bound (the response then is
@@ -166,7 +170,7 @@ type HeartbeatResponse struct {
 
 func (a *api) heartbeat(w http.ResponseWriter, r *http.Request, _ string) {
 	var req LeaseRequest
-	if !a.decode(w, r, &req) || !needLease(w, req.Lease) {
+	if !a.decode(w, r, &req) || !needLease(w, r, req.Lease) {
 		return
 	}
 	d, err := a.cfg.Remote.Heartbeat(r.Context(), r.PathValue("id"), req.Lease)
@@ -185,11 +189,11 @@ type CompleteRequest struct {
 
 func (a *api) complete(w http.ResponseWriter, r *http.Request, _ string) {
 	var req CompleteRequest
-	if !a.decode(w, r, &req) || !needLease(w, req.Lease) {
+	if !a.decode(w, r, &req) || !needLease(w, r, req.Lease) {
 		return
 	}
 	if len(bytes.TrimSpace(req.Output)) == 0 {
-		writeProblem(w, http.StatusBadRequest, "bad-request", "output is required (a JSON value)")
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "output is required (a JSON value)")
 		return
 	}
 	if err := a.cfg.Remote.Complete(r.Context(), r.PathValue("id"), req.Lease, req.Output); err != nil {
@@ -207,11 +211,11 @@ type FailRequest struct {
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, _ string) {
 	var req FailRequest
-	if !a.decode(w, r, &req) || !needLease(w, req.Lease) {
+	if !a.decode(w, r, &req) || !needLease(w, r, req.Lease) {
 		return
 	}
 	if req.Error == nil {
-		writeProblem(w, http.StatusBadRequest, "bad-request", "error is required: {code, message, retryable}")
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "error is required: {code, message, retryable}")
 		return
 	}
 	if err := a.cfg.Remote.Fail(r.Context(), r.PathValue("id"), req.Lease, *req.Error); err != nil {
@@ -221,9 +225,9 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, _ string) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func needLease(w http.ResponseWriter, lease string) bool {
+func needLease(w http.ResponseWriter, r *http.Request, lease string) bool {
 	if lease == "" || len(lease) > 256 {
-		writeProblem(w, http.StatusBadRequest, "bad-request", "lease is required: the lease of the poll's task")
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", "lease is required: the lease of the poll's task")
 		return false
 	}
 	return true
@@ -235,36 +239,59 @@ func (a *api) fail500(w http.ResponseWriter, r *http.Request, err error) {
 	var pe *runtime.PollError
 	switch {
 	case errors.As(err, &pe):
-		writeProblem(w, http.StatusBadRequest, "bad-request", pe.Msg)
+		writeProblem(w, r, http.StatusBadRequest, "bad-request", pe.Msg)
 	case errors.Is(err, runtime.ErrUnknownTask):
-		writeProblem(w, http.StatusNotFound, "unknown-task", err.Error())
+		writeProblem(w, r, http.StatusNotFound, "unknown-task", err.Error())
 	case errors.Is(err, runtime.ErrLeaseLost):
-		writeProblem(w, http.StatusConflict, "lease-lost", err.Error()+"; the call changed nothing")
+		writeProblem(w, r, http.StatusConflict, "lease-lost", err.Error()+"; the call changed nothing")
 	case errors.Is(err, runtime.ErrRunEnded):
-		writeProblem(w, http.StatusGone, "run-ended", err.Error()+"; stop working on the task")
+		writeProblem(w, r, http.StatusGone, "run-ended", err.Error()+"; stop working on the task")
 	default:
 		a.log.Error("wfc tasks: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeProblem(w, http.StatusInternalServerError, "internal", "the server could not handle the request; retry later")
+		writeProblem(w, r, http.StatusInternalServerError, "internal", "the server could not handle the request; retry later")
 	}
 }
 
-// A Problem is an RFC 9457 problem detail; Code is a stable slug of the
-// problem (an extension member) for clients to branch on.
+// A Problem is an RFC 9457 problem detail in the shape of wfc serve's
+// (server.Problem, the Problem schema of server/openapi.json): type is
+// the docs/api.md section of the problem, title its stable text, and Code
+// (an extension member) the same slug, for clients to branch on.
 type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	Code   string `json:"code"`
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Code     string `json:"code"`
 }
 
-// writeProblem writes a problem of type about:blank, whose title is the
-// status's text (RFC 9457 §4.2.1); code and detail say which problem.
-func writeProblem(w http.ResponseWriter, status int, code, detail string) {
+// ProblemBase is the namespace of the problem types: the one of wfc
+// serve's problems (server.problemBase), so that both read alike.
+const ProblemBase = "https://wfc-lang.github.io/wfc/docs/api#"
+
+// problemTitles are the stable titles of the problem types; the codes
+// shared with wfc serve have its titles.
+var problemTitles = map[string]string{
+	"bad-request":       "Bad request",
+	"unauthorized":      "Missing or invalid bearer token",
+	"forbidden":         "The token lacks the scope for this operation",
+	"not-found":         "Not found",
+	"unknown-task":      "No such task",
+	"lease-lost":        "The task's lease is lost",
+	"run-ended":         "The task's run has ended",
+	"too-large":         "Request body too large",
+	"unsupported-media": "Unsupported media type",
+	"internal":          "Internal error",
+}
+
+// writeProblem writes the problem code (a key of problemTitles).
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, code, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail, Code: code})
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(Problem{Type: ProblemBase + code, Title: problemTitles[code], Status: status, Detail: detail, Instance: r.URL.Path, Code: code})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -3,9 +3,7 @@ package tasksapi
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -24,9 +22,14 @@ import (
 	"github.com/wfc-lang/wfc/compiler"
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/runtime"
+	"github.com/wfc-lang/wfc/server"
 )
 
-const testToken = "test-token-0123456789"
+// testToken has scope work (the pollers'), submitToken submit and read.
+const (
+	testToken   = "test-token-0123456789"
+	submitToken = "submit-token-0123456789"
+)
 
 // A backend is a Redis to run on: "" the embedded server, else a
 // redis-server started for the test.
@@ -114,13 +117,17 @@ func newStack(t *testing.T, b backend, lease time.Duration) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{Remote: r, Logger: log, MaxBodyBytes: 64 << 10, Authorize: func(r *http.Request) (string, error) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(testToken)) != 1 {
-			return "", errors.New("a bearer token with scope work is required")
-		}
-		return "tester", nil
-	}})
+	// The handler is mounted in wfc serve's (server.New) as cmd/wfc/serve.go
+	// does: the server checks the bearer token and its scope "work".
+	tokens, err := server.LoadTokens("", testToken+" py-worker work;"+submitToken+" ci submit,read", log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := New(Config{Remote: r, Logger: log, MaxBodyBytes: 64 << 10, Authorize: server.Authorized})
+	h, err := server.New(server.Config{Engine: e, Tokens: tokens, TasksHandler: tasks, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &stack{e: e, srv: srv, ctx: ctx}
@@ -231,6 +238,7 @@ func TestEndpoints(t *testing.T) {
 		}{
 			{"/v1/tasks/poll", poll, []string{"Authorization", ""}, 401},
 			{"/v1/tasks/poll", poll, []string{"Authorization", "Bearer wrong"}, 401},
+			{"/v1/tasks/poll", poll, []string{"Authorization", "Bearer " + submitToken}, 403},
 			{"/v1/tasks/poll", []byte(`{"worker":`), nil, 400},
 			{"/v1/tasks/poll", []byte(`{"worker":"w","handlers":["crm.lookup"],"bogus":1}`), nil, 400},
 			{"/v1/tasks/poll", []byte(`{"worker":"w","handlers":["crm.lookup"]} {}`), nil, 400},
@@ -251,6 +259,9 @@ func TestEndpoints(t *testing.T) {
 		for _, c := range bad {
 			if code, m, hdr := s.call(t, c.path, c.body, c.hdr...); code != c.code {
 				t.Errorf("%s %v: %d %v, want %d", c.path, c.hdr, code, m, c.code)
+			} else if slug, _ := m["code"].(string); m["status"] != float64(code) || m["type"] != ProblemBase+slug || m["title"] == "" || m["instance"] != c.path {
+				// The server's problems and the handler's read alike.
+				t.Errorf("%s %v: not a wfc problem: %v", c.path, c.hdr, m)
 			} else if code == 401 && hdr.Get("WWW-Authenticate") == "" {
 				t.Errorf("401 without WWW-Authenticate")
 			}
@@ -351,12 +362,15 @@ func testClient(t *testing.T, lang string, cmd func(url string, n int) *exec.Cmd
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := compile(t, strings.ReplaceAll(string(src), "LANG", lang))
+	source := strings.ReplaceAll(string(src), "LANG", lang)
+	compile(t, source)
 	forBackends(t, func(t *testing.T, b backend) {
 		s := newStack(t, b, time.Second)
-		run, err := s.e.Submit(s.ctx, w, map[string]any{"name": "Ada"})
-		if err != nil {
-			t.Fatal(err)
+		// Submitted over the API, as a client would.
+		code, sub, _ := s.call(t, "/v1/runs", map[string]any{"source": source, "inputs": map[string]any{"name": "Ada"}}, "Authorization", "Bearer "+submitToken)
+		run, _ := sub["run_id"].(string)
+		if code != http.StatusCreated || run == "" {
+			t.Fatalf("submit: %d %v", code, sub)
 		}
 		// greet, slow, flaky twice, deny: five tasks.
 		c := cmd(s.srv.URL, 5)

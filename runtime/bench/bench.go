@@ -577,14 +577,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, 1<<16)}
 	reg := handlers.NewRegistry(handlers.Options{})
 	rec.wrap(reg, timed...)
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for range workers {
-		wk := b.wk.NewWorker(wfrt.WorkerOptions{Handlers: reg, Concurrency: b.opts.Concurrency, ShutdownGrace: -1})
-		wg.Add(1)
-		go func() { defer wg.Done(); wk.Run(wctx) }()
-	}
-	defer func() { stop(); wg.Wait() }()
+	defer b.startWorkers(ctx, reg, workers)()
 
 	// Warm up: one round of runs, not measured.
 	var warm []string

@@ -77,14 +77,7 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, runs+8)}
 	reg := handlers.NewRegistry(handlers.Options{})
 	rec.wrap(reg, timed...)
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for range workers {
-		wk := b.wk.NewWorker(wfrt.WorkerOptions{Handlers: reg, Concurrency: b.opts.Concurrency, ShutdownGrace: -1})
-		wg.Add(1)
-		go func() { defer wg.Done(); wk.Run(wctx) }()
-	}
-	defer func() { stop(); wg.Wait() }()
+	defer b.startWorkers(ctx, reg, workers)()
 
 	// Warm up the workers and the graph cache with a few runs, not measured.
 	var warm []string
@@ -202,4 +195,17 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 		l.Name = fmt.Sprintf("%s/%dw/paced%.0f", shape, workers, l.Rate)
 	}
 	return l, nil
+}
+
+// startWorkers starts n workers running reg's handlers with the session's
+// concurrency; the function returned stops them and waits for them.
+func (b *Session) startWorkers(ctx context.Context, reg *handlers.Registry, n int) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range n {
+		wk := b.wk.NewWorker(wfrt.WorkerOptions{Handlers: reg, Concurrency: b.opts.Concurrency, ShutdownGrace: -1})
+		wg.Add(1)
+		go func() { defer wg.Done(); wk.Run(wctx) }()
+	}
+	return func() { cancel(); wg.Wait() }
 }

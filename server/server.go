@@ -181,17 +181,21 @@ func withMethod(r *http.Request, m string) *http.Request {
 	return c
 }
 
+// logPath is the request's path as logs show it: the path of a completion
+// holds its token (a credential), which is never logged.
+func logPath(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, "/v1/completions/") {
+		return "/v1/completions/…"
+	}
+	return r.URL.Path
+}
+
 func (s *Server) logRequest(r *http.Request, status int, start time.Time) {
 	subj := ""
 	if p := principalOf(r.Context()); p != nil {
 		subj = p.Subject
 	}
-	// The path of a completion holds its token: it is not logged.
-	path := r.URL.Path
-	if strings.HasPrefix(path, "/v1/completions/") {
-		path = "/v1/completions/…"
-	}
-	s.log.Info("wfc serve", "method", r.Method, "path", path, "status", status, "ms", time.Since(start).Milliseconds(), "subject", subj)
+	s.log.Info("wfc serve", "method", r.Method, "path", logPath(r), "status", status, "ms", time.Since(start).Milliseconds(), "subject", subj)
 }
 
 type statusWriter struct {

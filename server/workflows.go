@@ -249,7 +249,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // internal answers 500 and logs err (the client sees no detail).
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
-	s.log.Error("wfc serve: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	s.log.Error("wfc serve: internal error", "method", r.Method, "path", logPath(r), "err", err)
 	writeProblem(w, r, http.StatusInternalServerError, "internal", "the server failed; its log says why")
 }
 

@@ -103,6 +103,17 @@ type Options struct {
 	// LoadWorkers is how many workers serve the loads (default 1: one
 	// `wfc worker` at its defaults).
 	LoadWorkers int
+	// Shards is the runtime's shard count (Options.Shards): on a cluster
+	// it spreads the runs over the masters. 0: one on a single server;
+	// on a cluster, four per master of the largest cluster measured (the
+	// same count on each, so that they are compared doing the same work).
+	Shards int
+	// ClusterMasters, when set, starts a local Redis Cluster of each of
+	// these many masters (redis-server on free loopback ports; see
+	// StartCluster) instead of using RedisURL, and measures the same
+	// scenarios on each, in turn within each round, so that the clusters
+	// are compared under the same machine load.
+	ClusterMasters []int
 	// Logger receives the engine's logs (default: warnings and errors
 	// to nowhere).
 	Logger *slog.Logger
@@ -144,6 +155,15 @@ func (o *Options) defaults() {
 	if o.LoadWorkers <= 0 {
 		o.LoadWorkers = 1
 	}
+	if o.Shards <= 0 {
+		o.Shards = 1
+		if isCluster(o.RedisURL) {
+			o.Shards = 12 // a few shards per master of a 3-master cluster
+		}
+		if len(o.ClusterMasters) > 0 {
+			o.Shards = 4 * slices.Max(o.ClusterMasters)
+		}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -154,16 +174,17 @@ func (o *Options) defaults() {
 
 // A Report is what a benchmark measured.
 type Report struct {
-	Redis     string     `json:"redis"`          // server version, or "embedded"
-	GoMaxProc int        `json:"gomaxprocs"`     // CPUs the Go side could use
-	Duration  float64    `json:"duration_s"`     // per scenario
-	Rounds    int        `json:"rounds"`         // per scenario; each figure is their median
-	Scenarios []Scenario `json:"scenarios"`      // runtime measurements
-	Baselines []Baseline `json:"baselines"`      // raw go-redis reference
-	Ratios    []Ratio    `json:"ratios"`         // scenario vs reference, with targets
-	Loads     []Load     `json:"loads"`          // open-loop bursts and paced arrivals
-	Memory    []Memory   `json:"memory"`         // Redis memory per run
-	Notes     []string   `json:"notes,omitzero"` // what the figures cannot show
+	Redis     string     `json:"redis"`             // server version, or "embedded"
+	GoMaxProc int        `json:"gomaxprocs"`        // CPUs the Go side could use
+	Duration  float64    `json:"duration_s"`        // per scenario
+	Rounds    int        `json:"rounds"`            // per scenario; each figure is their median
+	Scenarios []Scenario `json:"scenarios"`         // runtime measurements
+	Baselines []Baseline `json:"baselines"`         // raw go-redis reference
+	Ratios    []Ratio    `json:"ratios"`            // scenario vs reference, with targets
+	Loads     []Load     `json:"loads"`             // open-loop bursts and paced arrivals
+	Memory    []Memory   `json:"memory"`            // Redis memory per run
+	Clusters  []Cluster  `json:"clusters,omitzero"` // the Redis Clusters measured, if any
+	Notes     []string   `json:"notes,omitzero"`    // what the figures cannot show
 }
 
 // A Scenario is one shape run by some workers with runs kept in flight.
@@ -185,6 +206,11 @@ type Scenario struct {
 	// GoCPUus is this process's CPU per execution over the same window:
 	// the workers' and the submitter's (the scenario runs in process).
 	GoCPUus float64 `json:"go_cpu_us_per_exec,omitzero"`
+	// Cluster names the Redis Cluster measured (Report.Clusters), if any;
+	// RedisCPUus is then the sum over its masters, and MasterCPUus each
+	// master's share of it, in the order of the cluster's masters.
+	Cluster     string    `json:"cluster,omitzero"`
+	MasterCPUus []float64 `json:"redis_cpu_us_per_exec_by_master,omitzero"`
 	// Tokens is the mean number of tokens in flight (Little's law: the
 	// sum over executions of the time from the node's becoming ready to
 	// its handler's end, over the measured time). The reference after the
@@ -245,19 +271,20 @@ type Session struct {
 	prefix string
 	sub    *wfrt.Engine
 	wk     *wfrt.Engine
-	rdb    *redis.Client
-	redis  string // server version, or "embedded"
+	rdb    redis.UniversalClient // a *redis.Client, or a *redis.ClusterClient
+	redis  string                // server version, or "embedded"
+	// cluster describes the Redis Cluster the session runs on (nil: a
+	// single server); its owner, when the session started it.
+	cluster *Cluster
+	local   *LocalCluster
 }
 
 // Open starts a session.
 func Open(ctx context.Context, opts Options) (*Session, error) {
 	opts.defaults()
-	if wfrt.IsClusterURL(opts.RedisURL) {
-		return nil, errors.New("bench: give one Redis server, not a cluster: the reference and the Redis CPU and memory figures are per server")
-	}
 	s := &Session{opts: opts, prefix: fmt.Sprintf("wfbench%06d", rand.IntN(1_000_000))}
 	var err error
-	s.sub, err = wfrt.Open(ctx, wfrt.Options{RedisURL: opts.RedisURL, Prefix: s.prefix, Logger: opts.Logger})
+	s.sub, err = wfrt.Open(ctx, wfrt.Options{RedisURL: opts.RedisURL, Prefix: s.prefix, Shards: opts.Shards, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -265,17 +292,31 @@ func Open(ctx context.Context, opts Options) (*Session, error) {
 	if url == "" {
 		url = s.sub.EmbeddedURL()
 	}
-	s.wk, err = wfrt.Open(ctx, wfrt.Options{RedisURL: url, Prefix: s.prefix, Logger: opts.Logger})
+	s.wk, err = wfrt.Open(ctx, wfrt.Options{RedisURL: url, Prefix: s.prefix, Shards: opts.Shards, Logger: opts.Logger})
 	if err != nil {
 		s.sub.Close()
 		return nil, err
 	}
-	ro, err := redis.ParseURL(url)
-	if err != nil {
-		s.Close()
-		return nil, err
+	if isCluster(url) {
+		co, err := clusterOptions(url)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		crdb := redis.NewClusterClient(co)
+		s.rdb = crdb
+		if s.cluster, err = describeCluster(ctx, crdb, s.prefix, opts.Shards); err != nil {
+			s.Close()
+			return nil, err
+		}
+	} else {
+		ro, err := redis.ParseURL(url)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.rdb = redis.NewClient(ro)
 	}
-	s.rdb = redis.NewClient(ro)
 	s.redis = redisInfo(ctx, s.rdb)["redis_version"]
 	if opts.RedisURL == "" || s.redis == "" {
 		s.redis = "embedded"
@@ -291,59 +332,96 @@ func (s *Session) Close() {
 	}
 	s.wk.Close()
 	s.sub.Close()
+	if s.local != nil {
+		s.local.Close()
+	}
 }
 
+// Cluster describes the Redis Cluster the session runs on (nil: a single
+// server).
+func (s *Session) Cluster() *Cluster { return s.cluster }
+
 // Run measures every scenario, the reference and memory, and computes the
-// ratios.
+// ratios. With ClusterMasters it measures them on each local cluster it
+// starts, a scenario's rounds alternating between the clusters.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	opts.defaults()
 	total := opts.Duration
 	opts.Duration = max(total/time.Duration(opts.Rounds), 50*time.Millisecond)
-	s, err := Open(ctx, opts)
+	sessions, err := openSessions(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	rep := &Report{Redis: s.redis, GoMaxProc: runtime.GOMAXPROCS(0), Duration: total.Seconds(), Rounds: opts.Rounds}
-	if s.redis == "embedded" {
+	defer func() {
+		for _, s := range sessions {
+			s.Close()
+		}
+	}()
+	s0 := sessions[0]
+	rep := &Report{Redis: s0.redis, GoMaxProc: runtime.GOMAXPROCS(0), Duration: total.Seconds(), Rounds: opts.Rounds}
+	if s0.redis == "embedded" {
 		rep.Notes = append(rep.Notes, "embedded Redis (miniredis): Redis CPU and memory are not reported, and the figures say little about a real deployment")
+	}
+	// suffix names a session's figures when a run measures several.
+	suffix := func(s *Session) string {
+		if len(sessions) > 1 {
+			return "/" + s.cluster.Name
+		}
+		return ""
+	}
+	for _, s := range sessions {
+		if s.cluster != nil {
+			rep.Clusters = append(rep.Clusters, *s.cluster)
+		}
+	}
+	if len(rep.Clusters) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Redis Cluster, %d shards: Redis µs/exec is the sum over the masters; a master's share of the work follows the shards whose hash tags fall in its slots", opts.Shards))
 	}
 	// Each scenario is followed at once by the reference under the same
 	// load, so that a ratio divides figures taken moments apart: the
-	// machine's load changes over a whole benchmark.
-	measure := func(shape string, workers, inflight int, suffix string) error {
-		var scs []Scenario
-		var bls []Baseline
-		var rs []Ratio
+	// machine's load changes over a whole benchmark. Several sessions (the
+	// clusters) take their turns within each round, for the same reason.
+	measure := func(shape string, workers, inflight int, name string) error {
+		scs := make([][]Scenario, len(sessions))
+		bls := make([][]Baseline, len(sessions))
+		rs := make([][]Ratio, len(sessions))
 		for round := range opts.Rounds {
-			opts.Progress(fmt.Sprintf("%s, %d worker(s), %d run(s) in flight, round %d of %d", shape, workers, inflight, round+1, opts.Rounds))
-			sc, err := s.Scenario(ctx, shape, workers, inflight, 0)
-			if err != nil {
-				return err
+			for i, s := range sessions {
+				on := ""
+				if len(sessions) > 1 {
+					on = ", on " + s.cluster.Name
+				}
+				opts.Progress(fmt.Sprintf("%s, %d worker(s), %d run(s) in flight%s, round %d of %d", shape, workers, inflight, on, round+1, opts.Rounds))
+				sc, err := s.Scenario(ctx, shape, workers, inflight, 0)
+				if err != nil {
+					return err
+				}
+				sc.Name += name + suffix(s)
+				scs[i] = append(scs[i], *sc)
+				if !opts.Baseline {
+					continue
+				}
+				chains := max(1, int(math.Round(sc.Tokens)))
+				opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chain(s) in flight", workers, chains))
+				bl, err := s.Baseline(ctx, workers, chains, 0)
+				if err != nil {
+					return err
+				}
+				bl.For = sc.Name
+				bls[i] = append(bls[i], *bl)
+				r := Ratio{Scenario: sc.Name, Baseline: bl.Name, Trips: sc.TripsPer}
+				r.Throughput = div(sc.ExecPerSec, bl.HopsPerSec)
+				r.P50 = div(sc.HopP50ms, bl.HopP50ms)
+				r.P99 = div(sc.HopP99ms, bl.HopP99ms)
+				rs[i] = append(rs[i], r)
 			}
-			sc.Name += suffix
-			scs = append(scs, *sc)
-			if !opts.Baseline {
-				continue
-			}
-			chains := max(1, int(math.Round(sc.Tokens)))
-			opts.Progress(fmt.Sprintf("reference: %d consumer(s), %d chain(s) in flight", workers, chains))
-			bl, err := s.Baseline(ctx, workers, chains, 0)
-			if err != nil {
-				return err
-			}
-			bl.For = sc.Name
-			bls = append(bls, *bl)
-			r := Ratio{Scenario: sc.Name, Baseline: bl.Name, Trips: sc.TripsPer}
-			r.Throughput = div(sc.ExecPerSec, bl.HopsPerSec)
-			r.P50 = div(sc.HopP50ms, bl.HopP50ms)
-			r.P99 = div(sc.HopP99ms, bl.HopP99ms)
-			rs = append(rs, r)
 		}
-		rep.Scenarios = append(rep.Scenarios, medianScenario(scs))
-		if opts.Baseline {
-			rep.Baselines = append(rep.Baselines, medianBaseline(bls))
-			rep.Ratios = append(rep.Ratios, medianRatio(rs))
+		for i := range sessions {
+			rep.Scenarios = append(rep.Scenarios, medianScenario(scs[i]))
+			if opts.Baseline {
+				rep.Baselines = append(rep.Baselines, medianBaseline(bls[i]))
+				rep.Ratios = append(rep.Ratios, medianRatio(rs[i]))
+			}
 		}
 		return nil
 	}
@@ -363,36 +441,86 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	if opts.Burst > 0 {
 		for _, shape := range opts.LoadShapes {
-			opts.Progress(fmt.Sprintf("%s: a burst of %d runs, %d worker(s)", shape, opts.Burst, opts.LoadWorkers))
-			l, err := s.Burst(ctx, shape, opts.LoadWorkers, opts.Burst)
-			if err != nil {
-				return nil, err
-			}
-			rep.Loads = append(rep.Loads, *l)
-			for _, share := range opts.Paced {
-				rate := share * l.RunsPerSec
-				opts.Progress(fmt.Sprintf("%s: %.0f runs/s (%.0f%% of the burst's throughput) for %s", shape, rate, share*100, total))
-				p, err := s.Paced(ctx, shape, opts.LoadWorkers, rate, total)
+			for _, s := range sessions {
+				opts.Progress(fmt.Sprintf("%s: a burst of %d runs, %d worker(s)", shape, opts.Burst, opts.LoadWorkers))
+				l, err := s.Burst(ctx, shape, opts.LoadWorkers, opts.Burst)
 				if err != nil {
 					return nil, err
 				}
-				p.Share = share
-				p.Name = fmt.Sprintf("%s/%dw/paced-%.0f%%", shape, opts.LoadWorkers, share*100)
-				rep.Loads = append(rep.Loads, *p)
+				l.Name += suffix(s)
+				rep.Loads = append(rep.Loads, *l)
+				for _, share := range opts.Paced {
+					rate := share * l.RunsPerSec
+					opts.Progress(fmt.Sprintf("%s: %.0f runs/s (%.0f%% of the burst's throughput) for %s", shape, rate, share*100, total))
+					p, err := s.Paced(ctx, shape, opts.LoadWorkers, rate, total)
+					if err != nil {
+						return nil, err
+					}
+					p.Share = share
+					p.Name = fmt.Sprintf("%s/%dw/paced-%.0f%%", shape, opts.LoadWorkers, share*100) + suffix(s)
+					rep.Loads = append(rep.Loads, *p)
+				}
 			}
 		}
 	}
-	if opts.MemoryRuns > 0 && s.redis != "embedded" {
+	if opts.MemoryRuns > 0 && s0.redis != "embedded" {
 		for _, shape := range opts.Shapes {
-			opts.Progress(fmt.Sprintf("memory: %d runs of %s", opts.MemoryRuns, shape))
-			m, err := s.Memory(ctx, shape, opts.MemoryRuns)
-			if err != nil {
-				return nil, err
+			for _, s := range sessions {
+				opts.Progress(fmt.Sprintf("memory: %d runs of %s", opts.MemoryRuns, shape))
+				m, err := s.Memory(ctx, shape, opts.MemoryRuns)
+				if err != nil {
+					return nil, err
+				}
+				m.Shape += suffix(s)
+				rep.Memory = append(rep.Memory, *m)
 			}
-			rep.Memory = append(rep.Memory, *m)
 		}
 	}
 	return rep, nil
+}
+
+// openSessions opens the session on opts.RedisURL or, with ClusterMasters,
+// starts a local cluster of each size and opens a session on each.
+func openSessions(ctx context.Context, opts Options) ([]*Session, error) {
+	if len(opts.ClusterMasters) == 0 {
+		s, err := Open(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return []*Session{s}, nil
+	}
+	if opts.RedisURL != "" {
+		return nil, errors.New("bench: give a Redis URL or cluster sizes to start, not both")
+	}
+	var out []*Session
+	fail := func(err error) ([]*Session, error) {
+		for _, s := range out {
+			s.Close()
+		}
+		return nil, err
+	}
+	seen := map[int]bool{}
+	for _, n := range opts.ClusterMasters {
+		if n < 1 || seen[n] {
+			return fail(fmt.Errorf("bench: cluster sizes %v: want distinct counts of at least one master", opts.ClusterMasters))
+		}
+		seen[n] = true
+		opts.Progress(fmt.Sprintf("starting a local Redis Cluster of %d master(s)", n))
+		c, err := StartCluster(ctx, n)
+		if err != nil {
+			return fail(err)
+		}
+		o := opts
+		o.RedisURL = c.URL()
+		s, err := Open(ctx, o)
+		if err != nil {
+			c.Close()
+			return fail(err)
+		}
+		s.local = c
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func div(a, b float64) float64 {
@@ -695,6 +823,14 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	sc.TripsPer = div(float64(nTrips), float64(nExecs))
 	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6
 	sc.GoCPUus = div(cpu1-cpu0, float64(nExecs)) * 1e6
+	if b.cluster != nil {
+		sc.Cluster = b.cluster.Name
+		c0, c1 := b.cluster.masterCPU(info0), b.cluster.masterCPU(info1)
+		sc.MasterCPUus = make([]float64, len(c0))
+		for i := range c0 {
+			sc.MasterCPUus[i] = div(c1[i]-c0[i], float64(nExecs)) * 1e6
+		}
+	}
 	return sc, nil
 }
 
@@ -741,13 +877,24 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 		}
 	}
 	// Own clients, sized like the engine's: one for blocking reads, one
-	// for writes.
-	ro := *b.rdb.Options()
-	wr := redis.NewClient(&ro)
+	// for writes. On a cluster the ring's streams share the tag {ref}:
+	// one slot, on one master, as one shard's queues are.
+	var wr, blk redis.UniversalClient
+	switch c := b.rdb.(type) {
+	case *redis.ClusterClient:
+		co := *c.Options()
+		wr = redis.NewClusterClient(&co)
+		bo := co
+		bo.PoolSize = max(10, consumers+8)
+		blk = redis.NewClusterClient(&bo)
+	case *redis.Client:
+		ro := *c.Options()
+		wr = redis.NewClient(&ro)
+		bo := ro
+		bo.PoolSize = max(10, consumers+8)
+		blk = redis.NewClient(&bo)
+	}
 	defer wr.Close()
-	bo := ro
-	bo.PoolSize = max(10, consumers+8)
-	blk := redis.NewClient(&bo)
 	defer blk.Close()
 	var count trips.Counter
 	wr.AddHook(&count)
@@ -945,8 +1092,26 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// redisInfo returns the fields of INFO (empty on servers without it).
-func redisInfo(ctx context.Context, rdb *redis.Client) map[string]string {
+// redisInfo returns the fields of INFO (empty on servers without it). On a
+// cluster, the CPU and memory fields are the sums over the masters (what
+// the deployment spends), each master's CPU seconds are under
+// "cpu@host:port", and the other fields are one master's.
+func redisInfo(ctx context.Context, rdb redis.UniversalClient) map[string]string {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		out := map[string]string{}
+		var user, sys, mem float64
+		for addr, info := range mastersInfo(ctx, c) {
+			maps.Copy(out, info)
+			user += num(info["used_cpu_user"])
+			sys += num(info["used_cpu_sys"])
+			mem += num(info["used_memory"])
+			out["cpu@"+addr] = strconv.FormatFloat(cpuSeconds(info), 'f', -1, 64)
+		}
+		out["used_cpu_user"] = strconv.FormatFloat(user, 'f', -1, 64)
+		out["used_cpu_sys"] = strconv.FormatFloat(sys, 'f', -1, 64)
+		out["used_memory"] = strconv.FormatFloat(mem, 'f', 0, 64)
+		return out
+	}
 	out := map[string]string{}
 	sections, err := rdb.InfoMap(ctx, "server", "cpu", "memory").Result()
 	if err != nil {
@@ -959,18 +1124,50 @@ func redisInfo(ctx context.Context, rdb *redis.Client) map[string]string {
 }
 
 func cpuSeconds(info map[string]string) float64 {
-	u, _ := strconv.ParseFloat(info["used_cpu_user"], 64)
-	s, _ := strconv.ParseFloat(info["used_cpu_sys"], 64)
-	return u + s
+	return num(info["used_cpu_user"]) + num(info["used_cpu_sys"])
 }
 
-func usedMemory(ctx context.Context, rdb *redis.Client) int64 {
+func num(s string) float64 {
+	f, _ := strconv.ParseFloat(s, 64)
+	return f
+}
+
+func usedMemory(ctx context.Context, rdb redis.UniversalClient) int64 {
 	n, _ := strconv.ParseInt(redisInfo(ctx, rdb)["used_memory"], 10, 64)
 	return n
 }
 
-// cleanup deletes every key the benchmark wrote.
-func cleanup(ctx context.Context, rdb *redis.Client, prefix string) {
+// cleanup deletes every key the benchmark wrote (on a cluster, on every
+// master: SCAN is per node).
+func cleanup(ctx context.Context, rdb redis.UniversalClient, prefix string) {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			cleanupNode(ctx, n, prefix, c)
+			return nil
+		})
+	case *redis.Client:
+		cleanupNode(ctx, c, prefix, c)
+	}
+}
+
+// cleanupNode scans one node's keys and deletes them through del (on a
+// cluster, a key at a time routed to its slot: UNLINK of several keys
+// must stay within one slot).
+func cleanupNode(ctx context.Context, node *redis.Client, prefix string, del redis.UniversalClient) {
+	if _, ok := del.(*redis.ClusterClient); ok {
+		iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		pipe := del.Pipeline()
+		for iter.Next(ctx) {
+			pipe.Unlink(ctx, iter.Val())
+			if pipe.Len() == 500 {
+				pipe.Exec(ctx)
+			}
+		}
+		pipe.Exec(ctx)
+		return
+	}
+	rdb := node
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
@@ -1007,6 +1204,17 @@ func median[T any](xs []T, f func(T) float64) float64 {
 // median of its figures.
 func medianScenario(xs []Scenario) Scenario {
 	out := xs[0]
+	if n := len(out.MasterCPUus); n > 0 {
+		out.MasterCPUus = make([]float64, n)
+		for i := range n {
+			out.MasterCPUus[i] = median(xs, func(x Scenario) float64 {
+				if i < len(x.MasterCPUus) {
+					return x.MasterCPUus[i]
+				}
+				return 0
+			})
+		}
+	}
 	out.Runs, out.Executions, out.Seconds, out.Hops = 0, 0, 0, 0
 	for _, x := range xs {
 		out.Runs += x.Runs

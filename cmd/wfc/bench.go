@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -48,6 +50,19 @@ capacity), for --duration each. They report the run latency from a run's
 submission to its completion (p50, p95, p99), which a fixed number of runs
 in flight cannot show.
 
+On a Redis Cluster (--redis redis+cluster://host:port,...) the runs are
+spread over the masters by --shards (default 12), the Redis CPU per
+execution is the sum over the masters, and a table gives each master's
+share and how many shards its slots hold. --cluster-masters 1,3 starts a
+local cluster of each size itself (redis-server on free loopback ports, no
+persistence, stopped at the end) and measures the same scenarios on each,
+in turn within each round, with the same shard count (default four per
+master of the largest). --paced-per-master 50,150 then replaces the burst
+with paced loads of each --load-shapes shape at 50 and 150 runs/s per
+master (150 and 450 runs/s on 3 masters): the clusters compared at the
+same load per master, and at the same total load (50 per master on 3
+against 150 on 1).
+
 Without --redis it runs on the embedded server; its figures say little.`
 
 func runBench(ctx context.Context, env *Env, args []string) int {
@@ -65,6 +80,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	paced := fs.String("paced", "0.5,0.9", "paced arrival rates after each burst, as `SHARES` of its throughput")
 	loadWorkers := fs.Int("load-workers", 1, "workers serving the open-loop loads")
 	memRuns := fs.Int("memory-runs", 500, "runs measuring Redis memory per run (0: skip)")
+	shards := fs.Int("shards", 0, "the runtime's shard `COUNT` (default 1; on a cluster 12, or 4 per master of the largest --cluster-masters)")
+	clusters := fs.String("cluster-masters", "", "start a local Redis Cluster of each of these master `COUNTS` (e.g. 1,3) and measure on each; needs redis-server")
+	perMaster := fs.String("paced-per-master", "", "on clusters: instead of the burst, paced loads at these `RATES` (runs/s) per master, rate × masters on each")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	check := fs.Bool("check", false, "exit 1 when a target is missed")
 	args, code, ok := fs.parse(env, args)
@@ -101,6 +119,39 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 			return fs.usageError(env, "--paced: %q is not a share of the burst's throughput (e.g. 0.5)", s)
 		}
 		opts.Paced = append(opts.Paced, f)
+	}
+	if *shards < 0 {
+		return fs.usageError(env, "--shards: %d is not a shard count", *shards)
+	}
+	opts.Shards = *shards
+	if *clusters != "" {
+		redisGiven := false
+		fs.Visit(func(f *flag.Flag) { redisGiven = redisGiven || f.Name == "redis" })
+		if redisGiven {
+			return fs.usageError(env, "give --redis or --cluster-masters, not both")
+		}
+		// The clusters replace $WFC_REDIS.
+		opts.RedisURL = ""
+		for _, s := range strings.Split(*clusters, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 || n > 64 || slices.Contains(opts.ClusterMasters, n) {
+				return fs.usageError(env, "--cluster-masters: %q is not a new count of masters (1 to 64)", s)
+			}
+			opts.ClusterMasters = append(opts.ClusterMasters, n)
+		}
+	}
+	for _, s := range strings.Split(*perMaster, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || f <= 0 || f > 1e6 {
+			return fs.usageError(env, "--paced-per-master: %q is not a rate in runs per second", s)
+		}
+		opts.PacedPerMaster = append(opts.PacedPerMaster, f)
+	}
+	if len(opts.PacedPerMaster) > 0 && len(opts.ClusterMasters) == 0 && !strings.Contains(opts.RedisURL, "+cluster://") {
+		return fs.usageError(env, "--paced-per-master needs a Redis Cluster (--cluster-masters, or --redis redis+cluster://…)")
 	}
 	if *memRuns <= 0 {
 		opts.MemoryRuns = -1
@@ -159,6 +210,7 @@ func writeBench(out io.Writer, rep *bench.Report) {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t%s\t\n", s.Name, s.InFlight, s.Tokens, s.Runs, s.ExecPerSec, s.RunsPerSec, s.HopP50ms, s.HopP99ms, s.TripsPer, cpuCell(s.RedisCPUus), cpuCell(s.GoCPUus))
 	}
 	tw.Flush()
+	writeClusters(out, rep)
 	if len(rep.Baselines) > 0 {
 		fmt.Fprintln(out)
 		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -200,6 +252,45 @@ func writeBench(out io.Writer, rep *bench.Report) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(out, "\nnote: %s\n", n)
 	}
+}
+
+// writeClusters prints, for the scenarios measured on a Redis Cluster, the
+// Redis CPU per execution on each master: its sum is the "Redis µs/exec"
+// above, and balance is the busiest master's over the mean.
+func writeClusters(out io.Writer, rep *bench.Report) {
+	if len(rep.Clusters) == 0 {
+		return
+	}
+	byName := map[string]bench.Cluster{}
+	for _, c := range rep.Clusters {
+		byName[c.Name] = c
+		shards := make([]string, len(c.Masters))
+		for i, m := range c.Masters {
+			shards[i] = fmt.Sprintf("%s %d slots %d shards", m.Addr, m.Slots, m.Shards)
+		}
+		fmt.Fprintf(out, "\ncluster %s (%d shards): %s\n", c.Name, c.Shards, strings.Join(shards, ", "))
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "on the cluster\tmasters\texec/s\ttrips/exec\tRedis µs/exec (sum)\tI/O events/exec\tper master µs/exec\tbusiest/mean\tGo µs/exec\t")
+	for _, s := range rep.Scenarios {
+		if len(s.MasterCPUus) == 0 {
+			continue
+		}
+		cells := make([]string, len(s.MasterCPUus))
+		var sum, most float64
+		for i, us := range s.MasterCPUus {
+			cells[i] = fmt.Sprintf("%.1f", us)
+			sum += us
+			most = max(most, us)
+		}
+		balance := "-"
+		if sum > 0 {
+			balance = fmt.Sprintf("%.2f", most/(sum/float64(len(s.MasterCPUus))))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, len(byName[s.Cluster].Masters), s.ExecPerSec, s.TripsPer, cpuCell(s.RedisCPUus), fmt.Sprintf("%.2f", s.RedisIOPer), strings.Join(cells, " / "), balance, cpuCell(s.GoCPUus))
+	}
+	tw.Flush()
 }
 
 func cpuCell(us float64) string {

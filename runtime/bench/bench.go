@@ -114,6 +114,16 @@ type Options struct {
 	// scenarios on each, in turn within each round, so that the clusters
 	// are compared under the same machine load.
 	ClusterMasters []int
+	// PacedPerMaster, on clusters, replaces the burst and its paced
+	// shares with paced loads at these arrival rates (runs per second)
+	// per master: on each cluster, rate × its masters. A per-master rate
+	// on several clusters compares them at the same load per master, and
+	// two rates (say 50 and 150 on 1 and 3 masters) also at the same total
+	// load; Redis CPU per execution depends on the first (a less busy
+	// server shares each system call among fewer commands), and the
+	// closed-loop scenarios, on a machine too small to load every master,
+	// only show the second.
+	PacedPerMaster []float64
 	// Logger receives the engine's logs (default: warnings and errors
 	// to nowhere).
 	Logger *slog.Logger
@@ -209,6 +219,13 @@ type Scenario struct {
 	// Cluster names the Redis Cluster measured (Report.Clusters), if any;
 	// RedisCPUus is then the sum over its masters, and MasterCPUus each
 	// master's share of it, in the order of the cluster's masters.
+	// RedisIOPer is the read and write events Redis processed per
+	// execution (INFO stats: total_reads_processed and
+	// total_writes_processed, summed over the masters): each is a system
+	// call and a turn of the event loop, which a busier server shares
+	// among more commands, so it is what makes a less loaded server spend
+	// more CPU per execution.
+	RedisIOPer  float64   `json:"redis_io_per_exec,omitzero"`
 	Cluster     string    `json:"cluster,omitzero"`
 	MasterCPUus []float64 `json:"redis_cpu_us_per_exec_by_master,omitzero"`
 	// Tokens is the mean number of tokens in flight (Little's law: the
@@ -439,7 +456,25 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 	}
-	if opts.Burst > 0 {
+	if len(opts.PacedPerMaster) > 0 {
+		if s0.cluster == nil {
+			return nil, errors.New("bench: paced loads per master need a Redis Cluster")
+		}
+		for _, shape := range opts.LoadShapes {
+			for _, rate := range opts.PacedPerMaster {
+				for _, s := range sessions {
+					rps := rate * float64(len(s.cluster.Masters))
+					opts.Progress(fmt.Sprintf("%s: %.0f runs/s per master on %s (%.0f runs/s) for %s", shape, rate, s.cluster.Name, rps, total))
+					p, err := s.Paced(ctx, shape, opts.LoadWorkers, rps, total)
+					if err != nil {
+						return nil, err
+					}
+					p.Name = fmt.Sprintf("%s/%dw/%.0f-per-master/%s", shape, opts.LoadWorkers, rate, s.cluster.Name)
+					rep.Loads = append(rep.Loads, *p)
+				}
+			}
+		}
+	} else if opts.Burst > 0 {
 		for _, shape := range opts.LoadShapes {
 			for _, s := range sessions {
 				opts.Progress(fmt.Sprintf("%s: a burst of %d runs, %d worker(s)", shape, opts.Burst, opts.LoadWorkers))
@@ -823,6 +858,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	sc.TripsPer = div(float64(nTrips), float64(nExecs))
 	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6
 	sc.GoCPUus = div(cpu1-cpu0, float64(nExecs)) * 1e6
+	sc.RedisIOPer = div(ioEvents(info1)-ioEvents(info0), float64(nExecs))
 	if b.cluster != nil {
 		sc.Cluster = b.cluster.Name
 		c0, c1 := b.cluster.masterCPU(info0), b.cluster.masterCPU(info1)
@@ -1099,21 +1135,24 @@ func sleep(ctx context.Context, d time.Duration) {
 func redisInfo(ctx context.Context, rdb redis.UniversalClient) map[string]string {
 	if c, ok := rdb.(*redis.ClusterClient); ok {
 		out := map[string]string{}
-		var user, sys, mem float64
+		var user, sys, mem, io float64
 		for addr, info := range mastersInfo(ctx, c) {
 			maps.Copy(out, info)
 			user += num(info["used_cpu_user"])
 			sys += num(info["used_cpu_sys"])
 			mem += num(info["used_memory"])
 			out["cpu@"+addr] = strconv.FormatFloat(cpuSeconds(info), 'f', -1, 64)
+			io += ioEvents(info)
 		}
 		out["used_cpu_user"] = strconv.FormatFloat(user, 'f', -1, 64)
 		out["used_cpu_sys"] = strconv.FormatFloat(sys, 'f', -1, 64)
 		out["used_memory"] = strconv.FormatFloat(mem, 'f', 0, 64)
+		out["total_reads_processed"] = strconv.FormatFloat(io, 'f', 0, 64)
+		out["total_writes_processed"] = "0"
 		return out
 	}
 	out := map[string]string{}
-	sections, err := rdb.InfoMap(ctx, "server", "cpu", "memory").Result()
+	sections, err := rdb.InfoMap(ctx, "server", "cpu", "memory", "stats").Result()
 	if err != nil {
 		return out
 	}
@@ -1125,6 +1164,11 @@ func redisInfo(ctx context.Context, rdb redis.UniversalClient) map[string]string
 
 func cpuSeconds(info map[string]string) float64 {
 	return num(info["used_cpu_user"]) + num(info["used_cpu_sys"])
+}
+
+// ioEvents is the read and write events a server processed so far.
+func ioEvents(info map[string]string) float64 {
+	return num(info["total_reads_processed"]) + num(info["total_writes_processed"])
 }
 
 func num(s string) float64 {
@@ -1229,6 +1273,7 @@ func medianScenario(xs []Scenario) Scenario {
 	out.TripsPer = median(xs, func(x Scenario) float64 { return x.TripsPer })
 	out.RedisCPUus = median(xs, func(x Scenario) float64 { return x.RedisCPUus })
 	out.GoCPUus = median(xs, func(x Scenario) float64 { return x.GoCPUus })
+	out.RedisIOPer = median(xs, func(x Scenario) float64 { return x.RedisIOPer })
 	out.Tokens = median(xs, func(x Scenario) float64 { return x.Tokens })
 	return out
 }

@@ -117,7 +117,10 @@ func (c *LocalCluster) startNode(ctx context.Context, bin string, i int) error {
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
 			"--logfile", filepath.Join(d, "redis.log"),
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(d, "nodes.conf"),
-			"--cluster-node-timeout", "5000")
+			"--cluster-node-timeout", "5000",
+			// A lone master learns no address of its own from a peer:
+			// announce it, so that CLUSTER SLOTS names every master alike.
+			"--cluster-announce-ip", "127.0.0.1")
 		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("bench: starting redis-server: %w", err)

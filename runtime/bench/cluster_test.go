@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"math"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +104,7 @@ func TestRunLocalClusters(t *testing.T) {
 	redistest.Require(t)
 	rep, err := Run(context.Background(), Options{
 		ClusterMasters: []int{1, 2}, Duration: 400 * time.Millisecond, Rounds: 1, Workers: []int{1}, InFlight: 4,
-		Shapes: []string{"diamond"}, MemoryRuns: -1, Burst: -1,
+		Shapes: []string{"diamond"}, MemoryRuns: -1, LoadShapes: []string{"diamond"}, PacedPerMaster: []float64{20},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +119,91 @@ func TestRunLocalClusters(t *testing.T) {
 		sc := rep.Scenarios[i]
 		if sc.Name != want || len(sc.MasterCPUus) != i+1 || sc.RedisCPUus <= 0 || sc.Executions != 4*int64(sc.Runs) {
 			t.Errorf("scenario %d: %+v", i, sc)
+		}
+	}
+	// One paced load per cluster at 20 runs/s per master, no burst.
+	if len(rep.Loads) != 2 {
+		t.Fatalf("loads %+v", rep.Loads)
+	}
+	for i, want := range []string{"diamond/1w/20-per-master/1m", "diamond/1w/20-per-master/2m"} {
+		l := rep.Loads[i]
+		if l.Name != want || l.Kind != "paced" || math.Abs(l.Rate-20*float64(i+1)) > 0.5 || l.RedisCPUus <= 0 {
+			t.Errorf("load %d: %+v", i, l)
+		}
+	}
+}
+
+// BenchmarkCluster measures the same scenarios on a local Redis Cluster of
+// one master and of three (12 shards on each, workers of concurrency 12):
+// b.N runs of each (ns/op is per run), reporting Redis CPU per execution
+// summed over the masters and the busiest master's over the mean; then
+// paced loads at the same rate per master (WFC_BENCH_PER_MASTER runs/s,
+// default 50 and 150, b.N runs each at most).
+func BenchmarkCluster(b *testing.B) {
+	redistest.Require(b)
+	ctx := context.Background()
+	var ss []*Session
+	for _, n := range []int{1, 3} {
+		c, err := StartCluster(ctx, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := Open(ctx, Options{RedisURL: c.URL(), Shards: 12, Concurrency: 12, Duration: time.Second})
+		if err != nil {
+			c.Close()
+			b.Fatal(err)
+		}
+		s.local = c
+		b.Cleanup(s.Close)
+		ss = append(ss, s)
+	}
+	name := func(s *Session) string { return s.Cluster().Name }
+	for _, shape := range []string{"cel-diamond", "diamond"} {
+		for _, workers := range []int{1, 2, 4} {
+			for _, s := range ss {
+				b.Run(shape+"/"+itoa(workers)+"w/"+name(s), func(b *testing.B) {
+					sc, err := s.Scenario(ctx, shape, workers, 32, max(b.N, 32))
+					if err != nil {
+						b.Fatal(err)
+					}
+					var most, sum float64
+					for _, us := range sc.MasterCPUus {
+						most, sum = max(most, us), sum+us
+					}
+					b.ReportMetric(sc.ExecPerSec, "exec/s")
+					b.ReportMetric(sc.TripsPer, "trips/exec")
+					b.ReportMetric(sc.RedisCPUus, "redis-µs/exec")
+					b.ReportMetric(div(most, sum/float64(len(sc.MasterCPUus))), "busiest/mean")
+					b.ReportMetric(sc.GoCPUus, "go-µs/exec")
+				})
+			}
+		}
+	}
+	rates := []float64{50, 150}
+	if v := os.Getenv("WFC_BENCH_PER_MASTER"); v != "" {
+		rates = nil
+		for _, f := range strings.Split(v, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || r <= 0 {
+				b.Fatalf("WFC_BENCH_PER_MASTER=%q: want rates in runs/s, e.g. 50,150", v)
+			}
+			rates = append(rates, r)
+		}
+	}
+	for _, rate := range rates {
+		for _, s := range ss {
+			b.Run("cel-diamond/paced-"+strconv.FormatFloat(rate, 'f', -1, 64)+"-per-master/"+name(s), func(b *testing.B) {
+				rps := rate * float64(len(s.Cluster().Masters))
+				// b.N runs, at least a second's worth.
+				l, err := s.Paced(ctx, "cel-diamond", 1, rps, time.Duration(float64(max(b.N, int(rps)))/rps*float64(time.Second)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(l.RunsPerSec, "runs/s")
+				b.ReportMetric(l.P50ms, "run-p50-ms")
+				b.ReportMetric(l.RedisCPUus, "redis-µs/exec")
+				b.ReportMetric(l.GoCPUus, "go-µs/exec")
+			})
 		}
 	}
 }

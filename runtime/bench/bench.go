@@ -375,6 +375,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}()
 	s0 := sessions[0]
+	if len(opts.PacedPerMaster) > 0 && s0.cluster == nil {
+		return nil, errors.New("bench: paced loads per master need a Redis Cluster")
+	}
 	rep := &Report{Redis: s0.redis, GoMaxProc: runtime.GOMAXPROCS(0), Duration: total.Seconds(), Rounds: opts.Rounds}
 	if s0.redis == "embedded" {
 		rep.Notes = append(rep.Notes, "embedded Redis (miniredis): Redis CPU and memory are not reported, and the figures say little about a real deployment")
@@ -457,9 +460,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	if len(opts.PacedPerMaster) > 0 {
-		if s0.cluster == nil {
-			return nil, errors.New("bench: paced loads per master need a Redis Cluster")
-		}
 		for _, shape := range opts.LoadShapes {
 			for _, rate := range opts.PacedPerMaster {
 				for _, s := range sessions {

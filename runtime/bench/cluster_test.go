@@ -216,6 +216,9 @@ func TestBadClusters(t *testing.T) {
 	if _, err := Run(ctx, Options{ClusterMasters: []int{1}, RedisURL: "redis://127.0.0.1:1/0"}); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("a URL and clusters to start: %v", err)
 	}
+	if _, err := Run(ctx, Options{PacedPerMaster: []float64{10}}); err == nil || !strings.Contains(err.Error(), "need a Redis Cluster") {
+		t.Errorf("paced loads per master on a single server: %v", err)
+	}
 	if _, err := StartCluster(ctx, 0); err == nil {
 		t.Error("a cluster of no masters started")
 	}

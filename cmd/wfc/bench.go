@@ -80,7 +80,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	paced := fs.String("paced", "0.5,0.9", "paced arrival rates after each burst, as `SHARES` of its throughput")
 	loadWorkers := fs.Int("load-workers", 1, "workers serving the open-loop loads")
 	memRuns := fs.Int("memory-runs", 500, "runs measuring Redis memory per run (0: skip)")
-	shards := fs.Int("shards", 0, "the runtime's shard `COUNT` (default 1; on a cluster 12, or 4 per master of the largest --cluster-masters)")
+	shards := fs.Int("shards", 0, "the runtime's shard `COUNT`; 0: 1 on a single server, 12 on a cluster, 4 per master of the largest --cluster-masters")
 	clusters := fs.String("cluster-masters", "", "start a local Redis Cluster of each of these master `COUNTS` (e.g. 1,3) and measure on each; needs redis-server")
 	perMaster := fs.String("paced-per-master", "", "on clusters: instead of the burst, paced loads at these `RATES` (runs/s) per master, rate × masters on each")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")

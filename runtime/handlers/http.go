@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/wfc-lang/wfc/runtime/internal/netpolicy"
 )
 
 // maxBody bounds the response body the http handler reads.
@@ -36,19 +38,9 @@ func newHTTP(opts Options) *httpHandler {
 			h.policyErr = Permanentf("http: the worker's network policy: %v", err)
 			policy = &netPolicy{denyAll: true}
 		}
-		// http.DefaultTransport's settings, but every connection goes
-		// through the policy's dialer (not a clone of DefaultTransport: a
-		// program may have given it a DialTLSContext, which would bypass
-		// it), and directly: through a proxy the policy would see the
-		// proxy's address, not the one the request reaches.
-		t := &http.Transport{
-			DialContext:           policy.dialer(),
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		}
+		// Every connection goes through the policy's dialer, directly
+		// (netpolicy.Transport).
+		t := netpolicy.Transport(policy.dialer())
 		h.client = &http.Client{Transport: t, CheckRedirect: checkRedirect}
 	}
 	if h.tries <= 0 {
@@ -241,27 +233,15 @@ func sensitiveHeader(name string) bool {
 	return false
 }
 
-// safeHeaders are the request headers a redirect to another host keeps.
-var safeHeaders = map[string]bool{"Accept": true, "Accept-Language": true, "Content-Language": true,
-	"Content-Type": true, "User-Agent": true, "Idempotency-Key": true}
-
 // checkRedirect follows at most 10 redirects; one to another host (or
-// scheme, or port) drops every header but the safe ones, so that a
-// credential the workflow sends (X-Api-Key, a token) does not reach a
-// host it was not written for. (Go itself drops Authorization and
-// cookies only.)
+// scheme, or port) drops every header but the safe ones and the
+// Idempotency-Key, so that a credential the workflow sends (X-Api-Key, a
+// token) does not reach a host it was not written for.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
-	first := via[0].URL
-	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		for k := range req.Header {
-			if !safeHeaders[http.CanonicalHeaderKey(k)] {
-				req.Header.Del(k)
-			}
-		}
-	}
+	netpolicy.DropCredentialsOnHostChange(req, via, "Idempotency-Key")
 	return nil
 }
 

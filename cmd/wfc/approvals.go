@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -57,13 +56,9 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 		return fs.usageError(env, "approvals takes no arguments (the run goes with --run)")
 	}
 
-	if code, ok := rf.needRedis(fs, env); !ok {
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
 		return code
-	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc approvals: %v\n", err)
-		return exitFailed
 	}
 	defer eng.Close()
 	if *timeout < 0 || *timeout > 0 && !*wait {
@@ -75,6 +70,7 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 		defer cancel()
 	}
 	var aps []runtime.Approval
+	var err error
 	if *wait && *run != "" {
 		aps, err = waitApproval(ctx, eng, *run)
 	} else if *wait {
@@ -159,10 +155,9 @@ func runApprove(ctx context.Context, env *Env, args []string) int {
 		}
 		fields[k] = v
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc approve: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	run, node := args[0], args[1]

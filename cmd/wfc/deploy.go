@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/wfc-lang/wfc/runtime"
@@ -42,10 +41,9 @@ func runDeploy(ctx context.Context, env *Env, args []string) int {
 	if w == nil {
 		return code
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc deploy: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	v, err := eng.Deploy(ctx, w, *tag, *by)
@@ -79,13 +77,9 @@ func runVersions(ctx context.Context, env *Env, args []string) int {
 	if len(args) != 1 {
 		return fs.usageError(env, "versions takes one tag name")
 	}
-	if code, ok := rf.needRedis(fs, env); !ok {
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
 		return code
-	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc versions: %v\n", err)
-		return exitFailed
 	}
 	defer eng.Close()
 	vs, err := eng.Versions(ctx, args[0])
@@ -111,13 +105,9 @@ func submitTag(ctx context.Context, env *Env, fs *flags, rf runtimeFlags, tag st
 	if len(args) != 0 {
 		return fs.usageError(env, "submit --tag NAME takes no workflow file")
 	}
-	if code, ok := rf.needRedis(fs, env); !ok {
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
 		return code
-	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
-		return exitFailed
 	}
 	defer eng.Close()
 	w, _, err := eng.Tagged(ctx, tag)

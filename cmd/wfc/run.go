@@ -239,14 +239,13 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	}
 	// With --redis the run is private to this process's workers (issue
 	// #14 item 7: they took other runs' work, exec included).
-	eng, err := rf.open(ctx, env, slog.LevelWarn, func(o *runtime.Options) {
+	eng, code, ok := rf.openEngine(ctx, fs, env, slog.LevelWarn, func(o *runtime.Options) {
 		if o.RedisURL != "" {
 			o.Private = reg
 		}
 	})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
-		return exitFailed
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	if eng.Embedded() {
@@ -794,10 +793,9 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	if w == nil {
 		return code
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openEngine(ctx, fs, env, slog.LevelWarn)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	id, err := eng.Submit(ctx, w, in)
@@ -858,13 +856,9 @@ func runOnRunFlags(name, doc string, setup func(fs *flags) func(ctx context.Cont
 		if len(args) != 1 {
 			return fs.usageError(env, "%s takes one run id", name)
 		}
-		if code, ok := rf.needRedis(fs, env); !ok {
+		eng, code, ok := rf.openShared(ctx, fs, env)
+		if !ok {
 			return code
-		}
-		eng, err := rf.open(ctx, env, slog.LevelWarn)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "wfc %s: %v\n", name, err)
-			return exitFailed
 		}
 		defer eng.Close()
 		return act(ctx, env, eng, args[0], *jsonOut)

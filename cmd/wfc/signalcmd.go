@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -67,10 +66,9 @@ func runSignal(ctx context.Context, env *Env, args []string) int {
 		}
 		payload = b
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc signal: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	run, name := args[0], args[1]

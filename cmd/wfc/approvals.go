@@ -45,11 +45,8 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 	jsonOut := fs.Bool("json", false, "print JSON")
 	wait := fs.Bool("wait", false, "first wait until an approval is open (with --run: until the run waits for one or has ended)")
 	timeout := fs.Duration("timeout", 0, "with --wait, give up after `DURATION` (exit 1; 0: wait as long as it takes)")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 0 {
@@ -128,11 +125,8 @@ func runApprove(ctx context.Context, env *Env, args []string) int {
 	comment := fs.String("comment", "", "a comment `TEXT` for the decision")
 	var inputs listFlag
 	fs.Var(&inputs, "input", "a declared output field `NAME=VALUE`; repeatable")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 2 {

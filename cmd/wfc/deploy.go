@@ -21,11 +21,8 @@ func runDeploy(ctx context.Context, env *Env, args []string) int {
 	tag := fs.String("tag", "", "the tag `NAME` to move (1 to 64 of letters, digits and . _ - :)")
 	by := fs.String("by", env.Getenv("USER"), "who deploys, recorded with the version")
 	jsonOut := fs.Bool("json", false, "print the version as JSON")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {
@@ -67,11 +64,8 @@ func runVersions(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("versions", "wfc versions --redis URL [flags] NAME", versionsDoc)
 	rf := addRuntimeFlags(fs, env)
 	jsonOut := fs.Bool("json", false, "print JSON")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {

@@ -30,3 +30,17 @@ func (r runtimeFlags) openShared(ctx context.Context, fs *flags, env *Env) (_ *r
 	}
 	return r.openEngine(ctx, fs, env, slog.LevelWarn)
 }
+
+// parse parses the flags of a runtime command and applies check: it
+// returns the env to use from then on (its standard error hides the
+// --redis password) and the arguments, or ok false and the code to
+// return after a usage error or --help.
+func (r runtimeFlags) parse(fs *flags, env *Env, args []string) (_ *Env, _ []string, code int, ok bool) {
+	if args, code, ok = fs.parse(env, args); !ok {
+		return env, nil, code, false
+	}
+	if env, code, ok = r.check(fs, env); !ok {
+		return env, nil, code, false
+	}
+	return env, args, exitOK, true
+}

@@ -34,11 +34,8 @@ func runPatch(ctx context.Context, env *Env, args []string) int {
 	dry := fs.Bool("dry-run", false, "report what the patch would do; change nothing")
 	by := fs.String("by", env.Getenv("USER"), "who patches, recorded in the run's patch.applied event")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	switch {

@@ -200,11 +200,8 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	secretsFile := fs.String("secrets-file", "", "the in-process workers' secrets: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	jsonOut := fs.Bool("json", false, "print the run's final status as JSON")
 	quiet := fs.Bool("q", false, "do not print node progress")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {
@@ -770,11 +767,8 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	wait := fs.Bool("wait", false, "wait for the run to end, printing progress, and exit like 'wfc run'")
 	quiet := fs.Bool("q", false, "with --wait, do not print node progress")
 	tag := fs.String("tag", "", "run the current version of the tag `NAME` (wfc deploy) instead of a file")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if *tag != "" {
@@ -846,11 +840,8 @@ func runOnRunFlags(name, doc string, setup func(fs *flags) func(ctx context.Cont
 		act := setup(fs)
 		rf := addRuntimeFlags(fs, env)
 		jsonOut := fs.Bool("json", false, "print JSON")
-		args, code, ok := fs.parse(env, args)
+		env, args, code, ok := rf.parse(fs, env, args)
 		if !ok {
-			return code
-		}
-		if env, code, ok = rf.check(fs, env); !ok {
 			return code
 		}
 		if len(args) != 1 {

@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/wfc-lang/wfc/lang/diag"
@@ -22,22 +21,7 @@ func TestSignalConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		src := "workflow w {\n  input { id: string }\n  task a { " + c.body + " }\n  task b after a { run \"echo\"  with { t = a.output.text } }\n}\n"
-		res := Compile("w.wf", []byte(src), Config{})
-		var codes []string
-		for _, d := range res.Diags {
-			if d.Severity == diag.Error {
-				codes = append(codes, string(d.Code)+": "+d.Message)
-			}
-		}
-		if c.code == "" {
-			if len(codes) > 0 {
-				t.Errorf("%s: %v", c.body, codes)
-			}
-			continue
-		}
-		if !strings.Contains(strings.Join(codes, "\n"), string(c.code)+":") {
-			t.Errorf("%s: got %v, want %s", c.body, codes, c.code)
-		}
+		wantErrorCode(t, c.body, src, c.code)
 	}
 }
 
@@ -48,15 +32,6 @@ func TestSignalWhereNot(t *testing.T) {
 		"workflow w {\n  task a {\n    run \"noop\"\n    compensate { run \"signal\"  with { name = \"s\" } }\n  }\n}\n",
 		"workflow w {\n  task a { run \"noop\" }\n  finally { run \"signal\"  with { name = \"s\" } }\n}\n",
 	} {
-		res := Compile("w.wf", []byte(src), Config{})
-		found := false
-		for _, d := range res.Diags {
-			if d.Code == diag.BadValue && strings.Contains(d.Message, "handler \"signal\" cannot run") {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: %v", src, res.Diags)
-		}
+		wantDiag(t, src, diag.BadValue, "handler \"signal\" cannot run")
 	}
 }

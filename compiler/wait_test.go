@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/wfc-lang/wfc/lang/diag"
@@ -26,22 +25,7 @@ func TestWaitConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		src := "workflow w {\n  task a { run \"wait\" with { for = \"1s\" } }\n  task b after a { run \"wait\" " + c.with + " }\n}\n"
-		res := Compile("w.wf", []byte(src), Config{})
-		var codes []string
-		for _, d := range res.Diags {
-			if d.Severity == diag.Error {
-				codes = append(codes, string(d.Code)+": "+d.Message)
-			}
-		}
-		if c.code == "" {
-			if len(codes) > 0 {
-				t.Errorf("%s: %v", c.with, codes)
-			}
-			continue
-		}
-		if !strings.Contains(strings.Join(codes, "\n"), string(c.code)+":") {
-			t.Errorf("%s: got %v, want %s", c.with, codes, c.code)
-		}
+		wantErrorCode(t, c.with, src, c.code)
 	}
 }
 
@@ -52,15 +36,6 @@ func TestWaitWhereNot(t *testing.T) {
 		"workflow w {\n  task a {\n    run \"noop\"\n    compensate { run \"wait\" }\n  }\n}\n",
 		"workflow w {\n  task a { run \"noop\" }\n  finally { run \"wait\"  with { for = \"1s\" } }\n}\n",
 	} {
-		res := Compile("w.wf", []byte(src), Config{})
-		found := false
-		for _, d := range res.Diags {
-			if d.Code == diag.BadValue && strings.Contains(d.Message, "the runtime parks only a task's own execution") {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("%s: %v", src, res.Diags)
-		}
+		wantDiag(t, src, diag.BadValue, "the runtime parks only a task's own execution")
 	}
 }

@@ -118,6 +118,18 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 			rp.Add(diag.BadChar, source.Range{Start: start + k, End: start + k + 1}, "NUL byte in "+what)
 		}
 	}
+	// stringLit lexes the string literal at start (with its prefix, if
+	// any, before the quote at q) and returns where it ends.
+	stringLit := func(start, q int) int {
+		end, nl := scanString(src, start, q, rp)
+		emit(tString, start, end)
+		if nl > 0 {
+			line += nl
+			lineStart = lastLineStart(src, start, end)
+		}
+		checkText(start, end, "string literal")
+		return end
+	}
 	for i < len(src) {
 		c := src[i]
 		switch {
@@ -161,15 +173,7 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 			start := i
 			// String prefixes of CEL: r"raw", b"bytes", rb/br.
 			if j := stringPrefix(src, i); j > i {
-				i = j
-				end, nl := scanString(src, start, i, rp)
-				emit(tString, start, end)
-				if nl > 0 {
-					line += nl
-					lineStart = lastLineStart(src, start, end)
-				}
-				checkText(start, end, "string literal")
-				i = end
+				i = stringLit(start, j)
 				continue
 			}
 			for i < len(src) && (isLetter(src[i]) || isDigit(src[i])) {
@@ -205,15 +209,7 @@ func scan(f *source.File, rp *diag.Reporter) *scanned {
 			}
 			emit(typ, start, i)
 		case c == '"' || c == '\'':
-			start := i
-			end, nl := scanString(src, start, i, rp)
-			emit(tString, start, end)
-			if nl > 0 {
-				line += nl
-				lineStart = lastLineStart(src, start, end)
-			}
-			checkText(start, end, "string literal")
-			i = end
+			i = stringLit(i, i)
 		default:
 			if n := punctLen(src, i); n > 0 {
 				switch c {

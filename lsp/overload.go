@@ -29,23 +29,10 @@ func (c *cursor) argTypes(fr frame) (recv string, args []string) {
 			recv = c.chainType(chain, c.local+dot.start)
 		}
 	}
-	depth, from := 0, fr.start
-	for k := fr.start; k < len(c.toks); k++ {
-		t := c.toks[k]
-		if t.kind != lPunct {
-			continue
-		}
-		switch t.text {
-		case "(", "[", "{":
-			depth++
-		case ")", "]", "}":
-			depth--
-		case ",":
-			if depth == 0 {
-				args = append(args, c.exprType(c.toks[from:k]))
-				from = k + 1
-			}
-		}
+	from := fr.start
+	for _, k := range c.frameCommas(fr) {
+		args = append(args, c.exprType(c.toks[from:k]))
+		from = k + 1
 	}
 	return recv, args
 }

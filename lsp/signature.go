@@ -52,9 +52,16 @@ func signatureAt(snap *snapshot, info *compiler.Info, off int) *protocol.Signatu
 }
 
 // activeArg counts the commas at the frame's own depth.
-func (c *cursor) activeArg(fr frame) int {
-	n, depth := 0, 0
-	for _, t := range c.toks[fr.start:] {
+func (c *cursor) activeArg(fr frame) int { return len(c.frameCommas(fr)) }
+
+// frameCommas returns the indexes in c.toks of the commas at the frame's
+// own depth (not inside a bracket opened after it), which separate its
+// arguments.
+func (c *cursor) frameCommas(fr frame) []int {
+	var out []int
+	depth := 0
+	for k := fr.start; k < len(c.toks); k++ {
+		t := c.toks[k]
 		if t.kind != lPunct {
 			continue
 		}
@@ -65,11 +72,11 @@ func (c *cursor) activeArg(fr frame) int {
 			depth--
 		case ",":
 			if depth == 0 {
-				n++
+				out = append(out, k)
 			}
 		}
 	}
-	return n
+	return out
 }
 
 // macroSignatures are the CEL macros, which are no functions of the

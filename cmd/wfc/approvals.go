@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -46,24 +45,17 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 	jsonOut := fs.Bool("json", false, "print JSON")
 	wait := fs.Bool("wait", false, "first wait until an approval is open (with --run: until the run waits for one or has ended)")
 	timeout := fs.Duration("timeout", 0, "with --wait, give up after `DURATION` (exit 1; 0: wait as long as it takes)")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 0 {
 		return fs.usageError(env, "approvals takes no arguments (the run goes with --run)")
 	}
 
-	if code, ok := rf.needRedis(fs, env); !ok {
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
 		return code
-	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc approvals: %v\n", err)
-		return exitFailed
 	}
 	defer eng.Close()
 	if *timeout < 0 || *timeout > 0 && !*wait {
@@ -75,6 +67,7 @@ func runApprovals(ctx context.Context, env *Env, args []string) int {
 		defer cancel()
 	}
 	var aps []runtime.Approval
+	var err error
 	if *wait && *run != "" {
 		aps, err = waitApproval(ctx, eng, *run)
 	} else if *wait {
@@ -132,11 +125,8 @@ func runApprove(ctx context.Context, env *Env, args []string) int {
 	comment := fs.String("comment", "", "a comment `TEXT` for the decision")
 	var inputs listFlag
 	fs.Var(&inputs, "input", "a declared output field `NAME=VALUE`; repeatable")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 2 {
@@ -159,10 +149,9 @@ func runApprove(ctx context.Context, env *Env, args []string) int {
 		}
 		fields[k] = v
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc approve: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	run, node := args[0], args[1]

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/wfc-lang/wfc/runtime"
@@ -22,11 +21,8 @@ func runDeploy(ctx context.Context, env *Env, args []string) int {
 	tag := fs.String("tag", "", "the tag `NAME` to move (1 to 64 of letters, digits and . _ - :)")
 	by := fs.String("by", env.Getenv("USER"), "who deploys, recorded with the version")
 	jsonOut := fs.Bool("json", false, "print the version as JSON")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {
@@ -42,10 +38,9 @@ func runDeploy(ctx context.Context, env *Env, args []string) int {
 	if w == nil {
 		return code
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc deploy: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	v, err := eng.Deploy(ctx, w, *tag, *by)
@@ -69,23 +64,16 @@ func runVersions(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("versions", "wfc versions --redis URL [flags] NAME", versionsDoc)
 	rf := addRuntimeFlags(fs, env)
 	jsonOut := fs.Bool("json", false, "print JSON")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {
 		return fs.usageError(env, "versions takes one tag name")
 	}
-	if code, ok := rf.needRedis(fs, env); !ok {
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
 		return code
-	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc versions: %v\n", err)
-		return exitFailed
 	}
 	defer eng.Close()
 	vs, err := eng.Versions(ctx, args[0])
@@ -111,13 +99,9 @@ func submitTag(ctx context.Context, env *Env, fs *flags, rf runtimeFlags, tag st
 	if len(args) != 0 {
 		return fs.usageError(env, "submit --tag NAME takes no workflow file")
 	}
-	if code, ok := rf.needRedis(fs, env); !ok {
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
 		return code
-	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
-		return exitFailed
 	}
 	defer eng.Close()
 	w, _, err := eng.Tagged(ctx, tag)

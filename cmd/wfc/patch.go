@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/wfc-lang/wfc/ir"
@@ -35,11 +34,8 @@ func runPatch(ctx context.Context, env *Env, args []string) int {
 	dry := fs.Bool("dry-run", false, "report what the patch would do; change nothing")
 	by := fs.String("by", env.Getenv("USER"), "who patches, recorded in the run's patch.applied event")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	switch {
@@ -72,10 +68,9 @@ func runPatch(ctx context.Context, env *Env, args []string) int {
 		}
 		req.Patch = src
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc patch: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	if *all {

@@ -200,11 +200,8 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	secretsFile := fs.String("secrets-file", "", "the in-process workers' secrets: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
 	jsonOut := fs.Bool("json", false, "print the run's final status as JSON")
 	quiet := fs.Bool("q", false, "do not print node progress")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 1 {
@@ -239,14 +236,13 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	}
 	// With --redis the run is private to this process's workers (issue
 	// #14 item 7: they took other runs' work, exec included).
-	eng, err := rf.open(ctx, env, slog.LevelWarn, func(o *runtime.Options) {
+	eng, code, ok := rf.openEngine(ctx, fs, env, slog.LevelWarn, func(o *runtime.Options) {
 		if o.RedisURL != "" {
 			o.Private = reg
 		}
 	})
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc run: %v\n", err)
-		return exitFailed
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	if eng.Embedded() {
@@ -771,11 +767,8 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	wait := fs.Bool("wait", false, "wait for the run to end, printing progress, and exit like 'wfc run'")
 	quiet := fs.Bool("q", false, "with --wait, do not print node progress")
 	tag := fs.String("tag", "", "run the current version of the tag `NAME` (wfc deploy) instead of a file")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if *tag != "" {
@@ -794,10 +787,9 @@ func runSubmit(ctx context.Context, env *Env, args []string) int {
 	if w == nil {
 		return code
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc submit: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openEngine(ctx, fs, env, slog.LevelWarn)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	id, err := eng.Submit(ctx, w, in)
@@ -848,23 +840,16 @@ func runOnRunFlags(name, doc string, setup func(fs *flags) func(ctx context.Cont
 		act := setup(fs)
 		rf := addRuntimeFlags(fs, env)
 		jsonOut := fs.Bool("json", false, "print JSON")
-		args, code, ok := fs.parse(env, args)
+		env, args, code, ok := rf.parse(fs, env, args)
 		if !ok {
-			return code
-		}
-		if env, code, ok = rf.check(fs, env); !ok {
 			return code
 		}
 		if len(args) != 1 {
 			return fs.usageError(env, "%s takes one run id", name)
 		}
-		if code, ok := rf.needRedis(fs, env); !ok {
+		eng, code, ok := rf.openShared(ctx, fs, env)
+		if !ok {
 			return code
-		}
-		eng, err := rf.open(ctx, env, slog.LevelWarn)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "wfc %s: %v\n", name, err)
-			return exitFailed
 		}
 		defer eng.Close()
 		return act(ctx, env, eng, args[0], *jsonOut)

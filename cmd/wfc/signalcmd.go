@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -36,11 +35,8 @@ func runSignal(ctx context.Context, env *Env, args []string) int {
 	data := fs.String("data", "", "the payload, a JSON object `JSON` (default {})")
 	dataFile := fs.String("data-file", "", "read the payload from file `F` (- for standard input)")
 	wait := fs.Bool("wait", false, "first wait until a signal task of the run waits for the signal (or the run ended)")
-	args, code, ok := fs.parse(env, args)
+	env, args, code, ok := rf.parse(fs, env, args)
 	if !ok {
-		return code
-	}
-	if env, code, ok = rf.check(fs, env); !ok {
 		return code
 	}
 	if len(args) != 2 {
@@ -67,10 +63,9 @@ func runSignal(ctx context.Context, env *Env, args []string) int {
 		}
 		payload = b
 	}
-	eng, err := rf.open(ctx, env, slog.LevelWarn)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "wfc signal: %v\n", err)
-		return exitFailed
+	eng, code, ok := rf.openShared(ctx, fs, env)
+	if !ok {
+		return code
 	}
 	defer eng.Close()
 	run, name := args[0], args[1]

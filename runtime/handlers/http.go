@@ -5,19 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-)
 
-// maxBody bounds the response body the http handler reads.
-const maxBody = 10 << 20
+	"github.com/wfc-lang/wfc/runtime/internal/netpolicy"
+)
 
 type httpHandler struct {
 	client *http.Client
@@ -36,19 +32,9 @@ func newHTTP(opts Options) *httpHandler {
 			h.policyErr = Permanentf("http: the worker's network policy: %v", err)
 			policy = &netPolicy{denyAll: true}
 		}
-		// http.DefaultTransport's settings, but every connection goes
-		// through the policy's dialer (not a clone of DefaultTransport: a
-		// program may have given it a DialTLSContext, which would bypass
-		// it), and directly: through a proxy the policy would see the
-		// proxy's address, not the one the request reaches.
-		t := &http.Transport{
-			DialContext:           policy.dialer(),
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		}
+		// Every connection goes through the policy's dialer, directly
+		// (netpolicy.Transport).
+		t := netpolicy.Transport(policy.dialer())
 		h.client = &http.Client{Transport: t, CheckRedirect: checkRedirect}
 	}
 	if h.tries <= 0 {
@@ -103,102 +89,31 @@ func (h *httpHandler) Run(ctx context.Context, req Request) (json.RawMessage, er
 	if err != nil {
 		return nil, Permanentf("http: %v", err)
 	}
-	var lastErr error
-	for try := 1; try <= h.tries; try++ {
-		out, wait, err := h.once(ctx, req, &c, timeout)
-		if err == nil {
-			return out, nil
-		}
-		if IsPermanent(err) || ctx.Err() != nil {
-			return nil, err
-		}
-		lastErr = err
-		if try == h.tries {
-			break
-		}
-		if wait <= 0 {
-			wait = time.Duration(200<<(try-1)) * time.Millisecond
-		}
-		wait = min(wait, h.maxWait)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
+	o := &outbound{client: h.client, what: "http", method: strings.ToUpper(c.Method), url: c.URL,
+		shown: redactURL(c.URL), idempotencyKey: req.IdempotencyKey, headers: c.Headers}
+	if len(c.Body) > 0 && string(c.Body) != "null" {
+		o.body = c.Body
 	}
-	return nil, lastErr
+	return retrySend(ctx, h.tries, h.maxWait, func() (json.RawMessage, time.Duration, error) {
+		return h.once(ctx, o, &c, timeout)
+	})
 }
 
 // once sends the request once. It returns the output, or an error and how
 // long the server asked to wait (Retry-After).
-func (h *httpHandler) once(ctx context.Context, req Request, c *httpConfig, timeout time.Duration) (json.RawMessage, time.Duration, error) {
+func (h *httpHandler) once(ctx context.Context, o *outbound, c *httpConfig, timeout time.Duration) (json.RawMessage, time.Duration, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	var body io.Reader
-	if len(c.Body) > 0 && string(c.Body) != "null" {
-		body = bytes.NewReader(c.Body)
-	}
-	// Messages show the URL without its password, once.
-	shown := redactURL(c.URL)
-	hr, err := http.NewRequestWithContext(ctx, strings.ToUpper(c.Method), c.URL, body)
+	resp, data, err := o.send(ctx)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, 0, Permanentf("http: bad request for %s: %v", shown, err)
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	hr.Header.Set("Accept", "application/json")
-	if req.IdempotencyKey != "" {
-		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
-	}
-	for k, v := range c.Headers {
-		hr.Header.Set(k, v)
-	}
-	resp, err := h.client.Do(hr)
-	if err != nil {
-		var de *deniedError
-		if errors.As(err, &de) {
-			return nil, 0, &Error{Code: CodeHTTPDenied, Message: fmt.Sprintf("http: %s %s: %v", hr.Method, shown, de), Err: de}
-		}
-		code := "http.network"
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = CodeTimeout
-		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // (it repeats the method and URL)
-		}
-		return nil, 0, Errorf(code, true, "http: %s %s: %w", hr.Method, shown, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return nil, 0, fmt.Errorf("http: reading response: %w", err)
-	}
-	if len(data) > maxBody {
-		return nil, 0, Permanentf("http: response body over %d bytes", maxBody)
+		return nil, 0, err
 	}
 	if resp.StatusCode >= 400 && !slices.Contains(c.Accept, resp.StatusCode) {
-		st := resp.StatusCode
-		retry := st >= 500 || st == http.StatusRequestTimeout || st == http.StatusTooEarly || st == http.StatusTooManyRequests
-		msg := fmt.Sprintf("http: %s %s: %s", hr.Method, shown, resp.Status)
-		if b := strings.TrimSpace(string(data)); b != "" && st < 500 {
-			msg += ": " + clipText(b, 300)
-		}
-		wait := time.Duration(0)
-		if retry {
-			wait = retryAfter(resp.Header.Get("Retry-After"))
-		}
-		return nil, wait, &Error{Code: fmt.Sprintf("http.%d", st), Message: msg, Retryable: retry}
+		e := o.statusError(resp, data)
+		return nil, retryWait(resp, e), e
 	}
 	out := httpOutput{Status: resp.StatusCode, Headers: map[string]string{}}
 	for k, v := range resp.Header {
@@ -241,27 +156,15 @@ func sensitiveHeader(name string) bool {
 	return false
 }
 
-// safeHeaders are the request headers a redirect to another host keeps.
-var safeHeaders = map[string]bool{"Accept": true, "Accept-Language": true, "Content-Language": true,
-	"Content-Type": true, "User-Agent": true, "Idempotency-Key": true}
-
 // checkRedirect follows at most 10 redirects; one to another host (or
-// scheme, or port) drops every header but the safe ones, so that a
-// credential the workflow sends (X-Api-Key, a token) does not reach a
-// host it was not written for. (Go itself drops Authorization and
-// cookies only.)
+// scheme, or port) drops every header but the safe ones and the
+// Idempotency-Key, so that a credential the workflow sends (X-Api-Key, a
+// token) does not reach a host it was not written for.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= 10 {
 		return errors.New("stopped after 10 redirects")
 	}
-	first := via[0].URL
-	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		for k := range req.Header {
-			if !safeHeaders[http.CanonicalHeaderKey(k)] {
-				req.Header.Del(k)
-			}
-		}
-	}
+	netpolicy.DropCredentialsOnHostChange(req, via, "Idempotency-Key")
 	return nil
 }
 
@@ -284,18 +187,4 @@ func clipText(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
-}
-
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t)
-	}
-	return 0
 }

@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/wfc-lang/wfc/runtime/internal/netpolicy"
 )
 
 // CodeHTTPDenied is the error code of an http request the worker's
@@ -23,31 +21,21 @@ const CodeHTTPDenied = "http.denied"
 // address (DNS rebinding included) nor a redirect gets around it.
 //
 // The deny list wins; then "*" or an allow-list entry admits an address;
-// otherwise the special-purpose ranges (specialRange) are refused and
-// every other address is admitted.
+// otherwise the special-purpose ranges (netpolicy.SpecialRange) are
+// refused and every other address is admitted.
 type netPolicy struct {
 	allowAll, denyAll bool
-	allow, deny       []netRule
+	allow, deny       []netpolicy.Rule
 }
 
-// A netRule matches a host name (as written in the URL) or a range of
-// addresses, on any port or one.
-type netRule struct {
-	host   string       // lower-case host name; "" for an address rule
-	prefix netip.Prefix // the addresses, when host is ""
-	port   string       // "" for any port
-}
-
-// parseNetPolicy reads allow- and deny-list entries: "*", an IP address,
-// a CIDR range, or a host name, the address and the name optionally with
-// :port ("127.0.0.1:8080", "[::1]:8080", "api.internal:8443").
+// parseNetPolicy reads allow- and deny-list entries (netpolicy.ParseList).
 func parseNetPolicy(allow, deny []string) (*netPolicy, error) {
 	p := &netPolicy{}
 	var err error
-	if p.allow, p.allowAll, err = parseNetRules("--http-allow", allow); err != nil {
+	if p.allow, p.allowAll, err = netpolicy.ParseList("--http-allow", allow); err != nil {
 		return nil, err
 	}
-	if p.deny, p.denyAll, err = parseNetRules("--http-deny", deny); err != nil {
+	if p.deny, p.denyAll, err = netpolicy.ParseList("--http-deny", deny); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -61,86 +49,17 @@ func CheckHTTPPolicy(allow, deny []string) error {
 	return err
 }
 
-func parseNetRules(flag string, entries []string) (rules []netRule, all bool, err error) {
-	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		if e == "*" {
-			all = true
-			continue
-		}
-		r, ok := parseNetRule(e)
-		if !ok {
-			return nil, false, fmt.Errorf("%s: %q is not an IP address, a CIDR range or a host name (each optionally with :port), nor *", flag, e)
-		}
-		rules = append(rules, r)
-	}
-	return rules, all, nil
-}
-
-func parseNetRule(e string) (netRule, bool) {
-	if p, err := netip.ParsePrefix(e); err == nil {
-		return netRule{prefix: p.Masked()}, true
-	}
-	if a, err := netip.ParseAddr(e); err == nil {
-		a = a.Unmap().WithZone("")
-		return netRule{prefix: netip.PrefixFrom(a, a.BitLen())}, true
-	}
-	host, port := e, ""
-	if h, p, err := net.SplitHostPort(e); err == nil {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return netRule{}, false
-		}
-		host, port = h, p
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		a = a.Unmap().WithZone("")
-		return netRule{prefix: netip.PrefixFrom(a, a.BitLen()), port: port}, true
-	}
-	host = normHost(host)
-	if !validHostName(host) {
-		return netRule{}, false
-	}
-	return netRule{host: host, port: port}, true
-}
-
-// normHost is how a host name is compared: lower case, no final dot.
-func normHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
-
-func validHostName(h string) bool {
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	for _, c := range h {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-func (r netRule) match(host string, a netip.AddrPort) bool {
-	if r.port != "" && r.port != strconv.Itoa(int(a.Port())) {
-		return false
-	}
-	if r.host != "" {
-		return r.host == host
-	}
-	return r.prefix.Contains(a.Addr())
-}
-
 // check decides on one connection: host is the name the URL gave (or its
 // IP literal), a the address about to be dialled.
 func (p *netPolicy) check(host string, a netip.AddrPort) error {
-	host = normHost(host)
+	host = netpolicy.NormHost(host)
 	a = netip.AddrPortFrom(a.Addr().Unmap().WithZone(""), a.Port())
+	port := strconv.Itoa(int(a.Port()))
 	if p.denyAll {
 		return &deniedError{host: host, addr: a, listed: true}
 	}
 	for _, r := range p.deny {
-		if r.match(host, a) {
+		if r.Match(host, a.Addr(), port) {
 			return &deniedError{host: host, addr: a, listed: true}
 		}
 	}
@@ -148,52 +67,14 @@ func (p *netPolicy) check(host string, a netip.AddrPort) error {
 		return nil
 	}
 	for _, r := range p.allow {
-		if r.match(host, a) {
+		if r.Match(host, a.Addr(), port) {
 			return nil
 		}
 	}
-	if why := specialRange(a.Addr()); why != "" {
+	if why := netpolicy.SpecialRange(a.Addr()); why != "" {
 		return &deniedError{host: host, addr: a, reason: why}
 	}
 	return nil
-}
-
-var (
-	cgnat    = netip.MustParsePrefix("100.64.0.0/10")
-	thisNet  = netip.MustParsePrefix("0.0.0.0/8")
-	reserved = netip.MustParsePrefix("240.0.0.0/4") // and 255.255.255.255
-	siteLoc  = netip.MustParsePrefix("fec0::/10")
-	nat64    = netip.MustParsePrefix("64:ff9b::/96")
-)
-
-// specialRange names the kind of address a is when it is not a public
-// unicast address a workflow should reach by default: loopback,
-// link-local (cloud metadata services live at 169.254.169.254),
-// private, shared (CGNAT), unspecified, multicast or reserved. An IPv4
-// address in an IPv4-mapped or NAT64 IPv6 address is judged as itself.
-func specialRange(a netip.Addr) string {
-	a = a.Unmap()
-	if nat64.Contains(a) {
-		b := a.As16()
-		a = netip.AddrFrom4([4]byte(b[12:]))
-	}
-	switch {
-	case a.IsUnspecified() || thisNet.Contains(a):
-		return "unspecified"
-	case a.IsLoopback():
-		return "loopback"
-	case a.IsLinkLocalUnicast():
-		return "link-local"
-	case a.IsPrivate() || siteLoc.Contains(a):
-		return "private"
-	case cgnat.Contains(a):
-		return "shared (CGNAT)"
-	case a.IsMulticast():
-		return "multicast"
-	case reserved.Contains(a):
-		return "reserved"
-	}
-	return ""
 }
 
 // A deniedError is a connection the policy refused.
@@ -219,23 +100,6 @@ func (e *deniedError) Error() string {
 
 // dialer returns a DialContext that dials as the default transport does
 // and lets the policy refuse each address before connecting.
-func (p *netPolicy) dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			host = addr
-		}
-		d := &net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-			ControlContext: func(_ context.Context, _, address string, _ syscall.RawConn) error {
-				a, err := netip.ParseAddrPort(address)
-				if err != nil {
-					return fmt.Errorf("unexpected address %q", address)
-				}
-				return p.check(host, a)
-			},
-		}
-		return d.DialContext(ctx, network, addr)
-	}
+func (p *netPolicy) dialer() netpolicy.DialFunc {
+	return netpolicy.Dialer(30*time.Second, func(host string, a netip.AddrPort) error { return p.check(host, a) })
 }

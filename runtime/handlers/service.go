@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 )
 
@@ -77,62 +74,17 @@ func (h *serviceHandler) Run(ctx context.Context, req Request) (json.RawMessage,
 	if err != nil {
 		return nil, Permanentf("%s: encoding the request: %v", h.name, err)
 	}
-	var lastErr error
-	for try := 1; try <= h.tries; try++ {
-		out, wait, err := h.once(ctx, req, body)
-		if err == nil {
-			return out, nil
-		}
-		if IsPermanent(err) || ctx.Err() != nil {
-			return nil, err
-		}
-		lastErr = err
-		if try == h.tries {
-			break
-		}
-		if wait <= 0 {
-			wait = time.Duration(200<<(try-1)) * time.Millisecond
-		}
-		t := time.NewTimer(min(wait, h.maxWait))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-	}
-	return nil, lastErr
+	o := &outbound{client: h.client, what: h.name, method: http.MethodPost, url: h.url, shown: h.shown,
+		body: body, idempotencyKey: req.IdempotencyKey}
+	return retrySend(ctx, h.tries, h.maxWait, func() (json.RawMessage, time.Duration, error) {
+		return h.once(ctx, o)
+	})
 }
 
-func (h *serviceHandler) once(ctx context.Context, req Request, body []byte) (json.RawMessage, time.Duration, error) {
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+func (h *serviceHandler) once(ctx context.Context, o *outbound) (json.RawMessage, time.Duration, error) {
+	resp, data, err := o.send(ctx)
 	if err != nil {
-		return nil, 0, Permanentf("%s: bad request for %s: %v", h.name, h.shown, err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	if req.IdempotencyKey != "" {
-		hr.Header.Set("Idempotency-Key", req.IdempotencyKey)
-	}
-	resp, err := h.client.Do(hr)
-	if err != nil {
-		code := "http.network"
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = CodeTimeout
-		}
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, 0, Errorf(code, true, "%s: POST %s: %w", h.name, h.shown, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return nil, 0, Errorf("http.network", true, "%s: reading the response: %w", h.name, err)
-	}
-	if len(data) > maxBody {
-		return nil, 0, Permanentf("%s: response body over %d bytes", h.name, maxBody)
+		return nil, 0, err
 	}
 	st := resp.StatusCode
 	if st >= 200 && st < 300 {
@@ -145,9 +97,14 @@ func (h *serviceHandler) once(ctx context.Context, req Request, body []byte) (js
 		}
 		return json.RawMessage(data), 0, nil
 	}
-	retry := st >= 500 || st == http.StatusRequestTimeout || st == http.StatusTooEarly || st == http.StatusTooManyRequests
-	e := &Error{Code: fmt.Sprintf("http.%d", st), Retryable: retry, Message: fmt.Sprintf("%s: POST %s: %s", h.name, h.shown, resp.Status)}
-	if p, ok := problemOf(resp.Header.Get("Content-Type"), data); ok {
+	p, isProblem := problemOf(resp.Header.Get("Content-Type"), data)
+	var e *Error
+	if !isProblem {
+		e = o.statusError(resp, data)
+	} else {
+		// The problem document decides, not the status, and says more
+		// than its raw body would.
+		e = o.statusError(resp, nil)
 		if p.Code != "" {
 			e.Code = p.Code
 		}
@@ -157,14 +114,8 @@ func (h *serviceHandler) once(ctx context.Context, req Request, body []byte) (js
 		if msg := cmpStr(p.Detail, p.Title); msg != "" {
 			e.Message += ": " + clipText(msg, 1000)
 		}
-	} else if b := strings.TrimSpace(string(data)); b != "" && st < 500 {
-		e.Message += ": " + clipText(b, 300)
 	}
-	wait := time.Duration(0)
-	if e.Retryable {
-		wait = retryAfter(resp.Header.Get("Retry-After"))
-	}
-	return nil, wait, e
+	return nil, retryWait(resp, e), e
 }
 
 // A problem is the part of an RFC 9457 problem document a service

@@ -1,97 +1,36 @@
 package tools
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/wfc-lang/wfc/runtime/internal/netpolicy"
 )
 
 // A netPolicy is the agent tools' allow-list of hosts (Config.HTTPAllow).
-// It mirrors the http handler's policy (runtime/handlers/netpolicy.go)
-// with one difference: nothing is allowed unless listed. A request's URL
+// It shares its parts with the http handler's policy (runtime/internal/netpolicy)
+// but differs in one way: nothing is allowed unless listed. A request's URL
 // (and every redirect's) must name a listed host, and every connection is
 // checked again on the address actually dialled, so that a listed name
 // that resolves to a loopback, private or metadata address (DNS rebinding
 // included) is refused unless that address is listed itself.
 type netPolicy struct {
 	all   bool // "*": any host, at public addresses
-	rules []netRule
-}
-
-// A netRule matches a host name or a range of addresses, on any port or
-// one.
-type netRule struct {
-	host   string       // lower-case host name; "" for an address rule
-	prefix netip.Prefix // the addresses, when host is ""
-	port   string       // "" for any port
+	rules []netpolicy.Rule
 }
 
 func parseNetPolicy(entries []string) (*netPolicy, error) {
-	p := &netPolicy{}
-	for _, e := range entries {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		if e == "*" {
-			p.all = true
-			continue
-		}
-		r, ok := parseNetRule(e)
-		if !ok {
-			return nil, fmt.Errorf("--agent-http-allow: %q is not an IP address, a CIDR range or a host name (each optionally with :port), nor *", e)
-		}
-		p.rules = append(p.rules, r)
+	rules, all, err := netpolicy.ParseList("--agent-http-allow", entries)
+	if err != nil {
+		return nil, err
 	}
-	return p, nil
-}
-
-func parseNetRule(e string) (netRule, bool) {
-	if p, err := netip.ParsePrefix(e); err == nil {
-		return netRule{prefix: p.Masked()}, true
-	}
-	if a, err := netip.ParseAddr(e); err == nil {
-		a = a.Unmap().WithZone("")
-		return netRule{prefix: netip.PrefixFrom(a, a.BitLen())}, true
-	}
-	host, port := e, ""
-	if h, p, err := net.SplitHostPort(e); err == nil {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return netRule{}, false
-		}
-		host, port = h, p
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		a = a.Unmap().WithZone("")
-		return netRule{prefix: netip.PrefixFrom(a, a.BitLen()), port: port}, true
-	}
-	host = normHost(host)
-	if !validHostName(host) {
-		return netRule{}, false
-	}
-	return netRule{host: host, port: port}, true
-}
-
-func normHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
-
-func validHostName(h string) bool {
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	for _, c := range h {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return false
-		}
-	}
-	return true
+	return &netPolicy{all: all, rules: rules}, nil
 }
 
 // checkURL decides on a URL before any connection: its scheme is http or
@@ -115,19 +54,11 @@ func (p *netPolicy) checkURL(u *url.URL) error {
 		return nil
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
-		a = a.Unmap().WithZone("")
-		for _, r := range p.rules {
-			if r.host == "" && r.prefix.Contains(a) && (r.port == "" || r.port == port) {
-				return nil
-			}
+		if p.admits("", a.Unmap().WithZone(""), port) {
+			return nil
 		}
-	} else {
-		h := normHost(host)
-		for _, r := range p.rules {
-			if r.host == h && (r.port == "" || r.port == port) {
-				return nil
-			}
-		}
+	} else if p.admits(netpolicy.NormHost(host), netip.Addr{}, port) {
+		return nil
 	}
 	return errorf(CodeDenied, "%s is not on the worker's allow-list of hosts (--agent-http-allow); ask for one of: %s", net.JoinHostPort(host, port), p.describe())
 }
@@ -138,19 +69,20 @@ func (p *netPolicy) describe() string {
 	}
 	var s []string
 	for _, r := range p.rules {
-		h := r.host
-		if h == "" {
-			h = r.prefix.String()
-			if r.prefix.IsSingleIP() {
-				h = r.prefix.Addr().String()
-			}
-		}
-		if r.port != "" {
-			h = net.JoinHostPort(h, r.port)
-		}
-		s = append(s, h)
+		s = append(s, r.String())
 	}
 	return strings.Join(s, ", ")
+}
+
+// admits reports whether a rule admits port of host or of address a
+// (netpolicy.Rule.Match).
+func (p *netPolicy) admits(host string, a netip.Addr, port string) bool {
+	for _, r := range p.rules {
+		if r.Match(host, a, port) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkAddr decides on one connection: host is the URL's host, a the
@@ -158,59 +90,19 @@ func (p *netPolicy) describe() string {
 func (p *netPolicy) checkAddr(host string, a netip.AddrPort) error {
 	addr := a.Addr().Unmap().WithZone("")
 	port := strconv.Itoa(int(a.Port()))
-	for _, r := range p.rules {
-		if r.host == "" && r.prefix.Contains(addr) && (r.port == "" || r.port == port) {
-			return nil
-		}
+	if p.admits("", addr, port) {
+		return nil
 	}
-	if why := specialRange(addr); why != "" {
+	if why := netpolicy.SpecialRange(addr); why != "" {
 		return errorf(CodeDenied, "%s resolves to %s, a %s address, which agent tools do not connect to unless --agent-http-allow lists that address", host, addr, why)
 	}
 	if p.all {
 		return nil
 	}
-	h := normHost(host)
-	for _, r := range p.rules {
-		if r.host == h && (r.port == "" || r.port == port) {
-			return nil
-		}
+	if p.admits(netpolicy.NormHost(host), netip.Addr{}, port) {
+		return nil
 	}
 	return errorf(CodeDenied, "%s (%s) is not on the worker's allow-list of hosts (--agent-http-allow)", host, addr)
-}
-
-var (
-	cgnat    = netip.MustParsePrefix("100.64.0.0/10")
-	thisNet  = netip.MustParsePrefix("0.0.0.0/8")
-	reserved = netip.MustParsePrefix("240.0.0.0/4")
-	siteLoc  = netip.MustParsePrefix("fec0::/10")
-	nat64    = netip.MustParsePrefix("64:ff9b::/96")
-)
-
-// specialRange names the kind of a non-public address (as the http
-// handler's policy does), or returns "".
-func specialRange(a netip.Addr) string {
-	a = a.Unmap()
-	if nat64.Contains(a) {
-		b := a.As16()
-		a = netip.AddrFrom4([4]byte(b[12:]))
-	}
-	switch {
-	case a.IsUnspecified() || thisNet.Contains(a):
-		return "unspecified"
-	case a.IsLoopback():
-		return "loopback"
-	case a.IsLinkLocalUnicast():
-		return "link-local"
-	case a.IsPrivate() || siteLoc.Contains(a):
-		return "private"
-	case cgnat.Contains(a):
-		return "shared (CGNAT)"
-	case a.IsMulticast():
-		return "multicast"
-	case reserved.Contains(a):
-		return "reserved"
-	}
-	return ""
 }
 
 // deniedDial wraps the policy's refusal so that it survives net/http's
@@ -224,42 +116,17 @@ func (d *deniedDial) Error() string { return d.err.Message }
 // would see instead), whose redirects are checked hop by hop, and whose
 // requests end after timeout.
 func (p *netPolicy) client(timeout time.Duration) *http.Client {
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, _, err := net.SplitHostPort(addr)
-		if err != nil {
-			host = addr
+	dial := netpolicy.Dialer(10*time.Second, func(host string, a netip.AddrPort) error {
+		if e := p.checkAddr(host, a); e != nil {
+			return &deniedDial{e.(*Error)}
 		}
-		d := &net.Dialer{
-			Timeout:   10 * time.Second,
-			KeepAlive: 30 * time.Second,
-			ControlContext: func(_ context.Context, _, address string, _ syscall.RawConn) error {
-				a, err := netip.ParseAddrPort(address)
-				if err != nil {
-					return fmt.Errorf("unexpected address %q", address)
-				}
-				if e := p.checkAddr(host, a); e != nil {
-					return &deniedDial{e.(*Error)}
-				}
-				return nil
-			},
-		}
-		return d.DialContext(ctx, network, addr)
-	}
-	t := &http.Transport{
-		DialContext:           dial,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          32,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: timeout,
-		ExpectContinueTimeout: time.Second,
-	}
+		return nil
+	})
+	t := netpolicy.Transport(dial)
+	t.MaxIdleConns = 32
+	t.ResponseHeaderTimeout = timeout
 	return &http.Client{Transport: t, Timeout: timeout, CheckRedirect: p.checkRedirect}
 }
-
-// safeHeaders are the request headers a redirect to another host keeps.
-var safeHeaders = map[string]bool{"Accept": true, "Accept-Language": true, "Content-Language": true,
-	"Content-Type": true, "User-Agent": true}
 
 // checkRedirect follows at most 5 redirects, each to an allowed host; one
 // to another host drops every header but the safe ones, so that a
@@ -272,14 +139,7 @@ func (p *netPolicy) checkRedirect(req *http.Request, via []*http.Request) error 
 		e := err.(*Error)
 		return &Error{Code: e.Code, Message: "redirect refused: " + e.Message}
 	}
-	first := via[0].URL
-	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		for k := range req.Header {
-			if !safeHeaders[http.CanonicalHeaderKey(k)] {
-				req.Header.Del(k)
-			}
-		}
-	}
+	netpolicy.DropCredentialsOnHostChange(req, via)
 	return nil
 }
 

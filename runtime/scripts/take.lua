@@ -21,7 +21,10 @@
 -- * credits: a worker about to block (idle, nothing read, nothing waits)
 --   grants its queues n credits; start and begin put a new run's entry
 --   token straight into the queue's stream while credits last, which wakes
---   the blocked read. A read that fills n takes the credits back.
+--   the blocked read. Only a start spends them: a busy worker that took
+--   them back could leave another one, blocked on the same queue, idle
+--   while new runs wait. So a worker that was idle and got busy leaves
+--   at most n credits per queue, which as many new runs spend.
 local group, consumer = ARGV[1], ARGV[2]
 local n, idle, age = tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
 local nq = (#KEYS - 1) / 2
@@ -96,9 +99,5 @@ if got == 0 and idle then
     local c = tonumber(redis.call('HGET', ADMIT, ARGV[5 + i]) or '0')
     if c < n then redis.call('HSET', ADMIT, ARGV[5 + i], n) end
   end
-elseif got >= n then
-  local del = {'HDEL', ADMIT}
-  for i = 1, nq do del[#del + 1] = ARGV[5 + i] end
-  redis.call(unpack(del))
 end
 return out

@@ -92,10 +92,10 @@ type WorkerOptions struct {
 	// failed as a poison message instead of being run again (default 10).
 	MaxDeliveries int
 	// AdmitAge is how long a new run's entry token may wait for admission
-	// while the work of runs in flight keeps the worker busy: an older one
+	// while the work of runs in flight keeps the workers busy: an older one
 	// is moved to its queue's stream whatever that work (one per queue and
-	// read), so that new runs are never starved (default 1 s;
-	// docs/runtime.md, "Scheduling").
+	// shard every AdmitAge), so that new runs are never starved (default
+	// 1 s; docs/runtime.md, "Scheduling").
 	AdmitAge time.Duration
 	// TrimInterval is how often acknowledged entries are trimmed from the
 	// head of the queue streams (default 1 min).

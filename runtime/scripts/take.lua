@@ -2,7 +2,8 @@
 -- first (docs/runtime.md, "Scheduling"). A new run's entry tokens wait in
 -- the queue's entry stream (start.lua, begin.lua); take moves them into the
 -- queue's stream only when its continuations are drained, and reads them.
--- KEYS: 1 the shard's admission hash (queue -> credits), then for each
+-- KEYS: 1 the shard's admission hash (queue -> credits; aged|<queue> -> when
+--       an aged entry token was last moved), then for each
 --       queue i: 2i its stream, 2i+1 its entry stream.
 -- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 idle ('1': the
 --       worker blocks next if this reads nothing), 5 age (ms an entry
@@ -16,8 +17,8 @@
 -- * when the continuations left fewer than n messages, the oldest entry
 --   tokens fill the rest, oldest queue first;
 -- * starvation: an entry token that waited `age` ms or more is moved to
---   its queue's tail whatever the continuations (at most one per queue and
---   take), where it is read in its turn;
+--   its queue's tail whatever the continuations (at most one per queue
+--   every `age` ms), where it is read in its turn;
 -- * credits: a worker about to block (idle, nothing read, nothing waits)
 --   grants its queues n credits; start and begin put a new run's entry
 --   token straight into the queue's stream while credits last, which wakes
@@ -90,7 +91,16 @@ else
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   for i = 1, nq do
     local h = redis.call('XRANGE', KEYS[2 * i + 1], '-', '+', 'COUNT', 1)[1]
-    if h and now - tonumber(string.match(h[1], '^%d+')) >= age then move(i, 1) end
+    if h and now - tonumber(string.match(h[1], '^%d+')) >= age then
+      -- One such move per queue every `age` ms (field aged|<queue>): a
+      -- move at every full read would admit new runs faster than runs end
+      -- under a long burst, and every run would slow down again.
+      local f = 'aged|' .. ARGV[5 + i]
+      if now - tonumber(redis.call('HGET', ADMIT, f) or '0') >= age then
+        move(i, 1)
+        redis.call('HSET', ADMIT, f, now)
+      end
+    end
   end
 end
 

@@ -321,3 +321,40 @@ func TestTakeReply(t *testing.T) {
 		t.Errorf("empty: %v %v", res, err)
 	}
 }
+
+// TestCancelledWhileWaiting: a run cancelled while its entry token waits
+// for admission is not run: the token, once admitted, is acknowledged as
+// a token of a run that no longer runs.
+func TestCancelledWhileWaiting(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "count"), task("b", "count", after("a"))}})
+		id := v.submit(w, nil)
+		if n := waitingEntries(t, v.e); n != 1 {
+			t.Fatalf("%d entry tokens wait, want 1", n)
+		}
+		if err := v.e.Cancel(v.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		wk := v.worker()
+		other := v.submit(w, nil) // behind it
+		if st := v.wait(other); st.State != RunCompleted {
+			t.Fatalf("the other run %s", st.State)
+		}
+		waitNoPending(t, v.e)
+		if n := waitingEntries(t, v.e); n != 0 {
+			t.Errorf("%d entry tokens wait", n)
+		}
+		if c := v.callCount(id + "/a"); c != 0 {
+			t.Errorf("the cancelled run's a ran %d times", c)
+		}
+		if st, _ := v.e.Status(v.ctx, id); st.State != RunCancelled {
+			t.Errorf("run %s", st.State)
+		}
+		for deadline := time.Now().Add(10 * time.Second); wk.Stats().Inactive == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no token of an ended run was dropped: %+v", wk.Stats())
+			}
+		}
+	})
+}

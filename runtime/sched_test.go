@@ -358,3 +358,36 @@ func TestCancelledWhileWaiting(t *testing.T) {
 		}
 	})
 }
+
+// TestChildRunIsInFlight: a flow node's child run is the work of a run in
+// flight (its parent waits on it): its entry token goes to the stream, not
+// behind the new runs waiting for admission.
+func TestChildRunIsInFlight(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		order := registerOrder(v)
+		v.worker(func(o *WorkerOptions) { o.Concurrency = 1 })
+		kid := childWF(t, "kid", "ord")
+		parent := build(t, wfSpec{children: []*ir.Workflow{kid}, nodes: []*nodeSpec{
+			task("a", "block"), flowNode(t, "f", kid, after("a"), fwith("n", konst("1"))), task("z", "ord", after("f")),
+		}})
+		p := v.submit(parent, nil)
+		v.waitStarted()
+		next := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord")}})
+		var news []string
+		for range 10 {
+			news = append(news, v.submit(next, nil))
+		}
+		close(v.unblock)
+		if st := v.wait(p); st.State != RunCompleted {
+			t.Fatalf("parent %s: %s", st.State, st.Error)
+		}
+		for _, r := range news {
+			v.wait(r)
+		}
+		got := order()
+		if len(got) != 12 || !strings.HasSuffix(got[0], ":work") || got[1] != p+":z" {
+			t.Errorf("the child run and its parent did not go first: %v", got)
+		}
+	})
+}

@@ -510,21 +510,21 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	args := startArgs{
 		base: e.st.base(ref, nil), IR: p.hash, Graph: p.suffix, Workflow: p.w.Name, Inputs: string(in),
 		Entries: p.entries, DeadlineMS: p.w.Settings.DeadlineMS, MaxHops: maxHops, MaxFanout: maxFan,
-		Retention: retMS, Parent: c.parent,
+		Retention: retMS, Parent: c.parent, Admit: c.parent == nil,
 	}
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
 	}
 	res, err := e.begin(ctx, p, ref, args)
 	if err == nil && res == "" {
-		res, err = e.st.call(ctx, "start", ref, args)
+		res, err = e.start(ctx, ref, args)
 	}
 	if err != nil && strings.Contains(err.Error(), "is not stored") {
 		// Redis lost what this process stored earlier (a restart without
 		// persistence, a flush): store it again, once.
 		e.forgetPlan(p, shard)
 		if err = e.storePlan(ctx, p, shard); err == nil {
-			res, err = e.st.call(ctx, "start", ref, args)
+			res, err = e.start(ctx, ref, args)
 		}
 	}
 	if err != nil {
@@ -557,6 +557,21 @@ type startArgs struct {
 	MaxFanout  int         `json:"max_fanout"`
 	Retention  int64       `json:"retention"`
 	Parent     *parentLink `json:"parent,omitempty"`
+	// Admit: a new run, whose entry tokens wait for admission in the
+	// entry streams (a child run's go to the streams: its parent is in
+	// flight). docs/runtime.md, "Scheduling".
+	Admit bool `json:"admit,omitempty"`
+}
+
+// start runs start.lua, with the admission keys after the run keys for a
+// run that waits for admission.
+func (e *Engine) start(ctx context.Context, ref runRef, a startArgs) (string, error) {
+	return e.st.callWith(ctx, "start", ref, a, func(sc *redis.Script, keys []string, arg string) (any, error) {
+		if a.Admit {
+			keys = append(keys, e.st.ks.admitKeys(ref.id, ref.queues)...)
+		}
+		return sc.Run(ctx, e.st.rdb, keys, arg).Result()
+	})
 }
 
 // begin is start's fast path (scripts/begin.lua) for a workflow whose

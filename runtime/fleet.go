@@ -294,7 +294,7 @@ func (s *store) waiting(ctx context.Context, st *Status, graph string, reg map[s
 }
 
 // DropPrivate deletes what a private engine (Options.Private) made for
-// its runs: its control queue's streams and timers, and the graphs it
+// its runs: its control queue's streams (and entry stream and credits) and timers, and the graphs it
 // stored, on every shard. Call it once those runs have ended (or been
 // cancelled): no other worker serves their queue. It does nothing for an
 // engine that is not private.
@@ -304,7 +304,10 @@ func (e *Engine) DropPrivate(ctx context.Context) error {
 	}
 	var errs []error
 	for s := range max(e.st.ks.shards, 1) {
-		keys := []string{e.st.ks.stream(s, e.ctl), e.st.ks.timers(s, e.ctl)}
+		keys := []string{e.st.ks.stream(s, e.ctl), e.st.ks.entries(s, e.ctl), e.st.ks.timers(s, e.ctl)}
+		if err := e.st.rdb.HDel(ctx, e.st.ks.admit(s), e.ctl).Err(); err != nil {
+			errs = append(errs, err)
+		}
 		e.mu.Lock()
 		for _, g := range e.stored[s] {
 			keys = append(keys, e.st.ks.graph(s, g))

@@ -119,7 +119,11 @@ func (f *freshness) prefetched(res []redis.XStream, told func(*Token) *runMeta) 
 			if decodeToken(raw, &p.tok) != nil || p.tok.Kind != "exec" || p.tok.Node == "" {
 				continue
 			}
-			ms, _, _ := strings.Cut(m.ID, "-")
+			id := m.ID
+			if e, ok := m.Values["e"].(string); ok {
+				id = e // an entry token take admitted: written then (take.lua)
+			}
+			ms, _, _ := strings.Cut(id, "-")
 			at, err := strconv.ParseInt(ms, 10, 64)
 			fresh := err == nil && now-at <= win && now-at >= -win
 			if l, ok := f.live[p.tok.Run]; !fresh && (!ok || l.gen != p.tok.Gen || local-l.ms > win || local < l.ms) {

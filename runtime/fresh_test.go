@@ -166,7 +166,7 @@ func TestTokenMeta(t *testing.T) {
 				t.Fatal(err)
 			}
 			meta := metaMap(vals)
-			msgs, err := v.e.st.rdb.XRange(v.ctx, v.e.st.ks.stream(0, ControlQueue), "-", "+").Result()
+			msgs, err := v.e.st.rdb.XRange(v.ctx, v.e.st.ks.entries(0, ControlQueue), "-", "+").Result() // no worker: they wait
 			if err != nil || len(msgs) != 2 {
 				t.Fatalf("entry tokens %v, %v", msgs, err)
 			}

@@ -100,6 +100,41 @@ func (k keyspace) graph(shard int, suffix string) string {
 }
 
 func (k keyspace) stream(shard int, queue string) string { return k.tag(shard) + ":q:" + queue }
+
+// entries is a queue's entry stream: the entry tokens of new runs wait
+// there, without a consumer group, until a worker's take moves them into
+// the queue's stream (docs/runtime.md, "Scheduling"). Same hash tag as
+// the queue's stream: take touches both in one script.
+func (k keyspace) entries(shard int, queue string) string { return k.tag(shard) + ":new:" + queue }
+
+// admit is the shard's admission hash: queue -> the credits idle workers
+// granted (take.lua), which let a new run's entry tokens skip the entry
+// stream.
+func (k keyspace) admit(shard int) string { return k.tag(shard) + ":admit" }
+
+// takeKeys returns KEYS for take: the shard's admission hash, then each
+// queue's stream and entry stream.
+func (k keyspace) takeKeys(shard int, queues []string) []string {
+	keys := make([]string, 1, 1+2*len(queues))
+	keys[0] = k.admit(shard)
+	for _, q := range queues {
+		keys = append(keys, k.stream(shard, q), k.entries(shard, q))
+	}
+	return keys
+}
+
+// admitKeys returns the keys start.lua appends to the run keys for a new
+// top-level run: the shard's admission hash, then the entry stream of
+// each of the run's queues.
+func (k keyspace) admitKeys(run string, queues []string) []string {
+	s := k.shard(run)
+	keys := make([]string, 1, 1+len(queues))
+	keys[0] = k.admit(s)
+	for _, q := range queues {
+		keys = append(keys, k.entries(s, q))
+	}
+	return keys
+}
 func (k keyspace) timers(shard int, queue string) string { return k.tag(shard) + ":timers:" + queue }
 
 // workers is the shard's worker registry: a hash of consumer name -> the
@@ -135,11 +170,15 @@ func (k keyspace) advanceKeys(run string, queues []string) []string {
 
 // beginKeys returns KEYS for begin, which has a layout of its own (the
 // keys it uses): the run's state and events, the graph, the control
-// queue's timers (queues[0]), then the stream of each of the run's queues.
+// queue's timers (queues[0]), the shard's admission hash, then the stream
+// and the entry stream of each of the run's queues.
 func (k keyspace) beginKeys(run, graphSuffix string, queues []string) []string {
 	s := k.shard(run)
-	keys := append(make([]string, 0, 4+len(queues)), k.state(run), k.events(run), k.graph(s, graphSuffix), k.timers(s, queues[0]))
-	return k.appendStreams(keys, s, queues)
+	keys := append(make([]string, 0, 5+2*len(queues)), k.state(run), k.events(run), k.graph(s, graphSuffix), k.timers(s, queues[0]), k.admit(s))
+	for _, q := range queues {
+		keys = append(keys, k.stream(s, q), k.entries(s, q))
+	}
+	return keys
 }
 
 // appendStreams appends the stream key of each queue of shard s.

@@ -428,11 +428,17 @@ func (r *Remote) read(ctx context.Context, shard int, queues []string, consumer 
 		args.Streams = append(args.Streams, r.w.ks.stream(shard, q))
 	}
 	args.Streams = append(args.Streams, slices.Repeat([]string{">"}, len(queues))...)
+	keys := r.w.ks.takeKeys(shard, queues)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := r.w.st.rdb.XReadGroup(ctx, args).Result()
+		// The work of runs in flight first, then new runs (take.lua, as a
+		// worker reads); block only when that finds nothing.
+		res, err := r.w.take(ctx, r.w.st.rdb, shard, keys, queues, consumer, 1, args.Block >= 0)
+		if err == nil && len(res) == 0 && args.Block >= 0 {
+			res, err = r.w.st.rdb.XReadGroup(ctx, args).Result()
+		}
 		if err == redis.Nil || err == nil && len(res) == 0 {
 			return nil, nil
 		}

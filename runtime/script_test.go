@@ -20,7 +20,7 @@ func TestScriptSource(t *testing.T) {
 		step, lib bool
 	}{
 		{"complete", true, true}, {"start", true, true}, {"advance", true, false},
-		{"begin", true, false}, {"promote", false, false}, {"release", false, false},
+		{"begin", true, false}, {"promote", false, false}, {"release", false, false}, {"take", false, false},
 	} {
 		src, err := ScriptSource(c.name)
 		if err != nil {
@@ -37,7 +37,7 @@ func TestScriptSource(t *testing.T) {
 			t.Errorf("%s: the loaded script is not ScriptSource's", c.name)
 		}
 	}
-	for _, name := range []string{"lib", "step", "take", "nope"} {
+	for _, name := range []string{"lib", "step", "peek", "nope"} {
 		if _, err := ScriptSource(name); err == nil {
 			t.Errorf("ScriptSource(%q) gave no error", name)
 		}

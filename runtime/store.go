@@ -26,10 +26,11 @@ var scriptFS embed.FS
 var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "finish", "abort", "cancel", "compdone", "compretry", "rerun", "finaldone", "started", "await", "decide", "wait", "flow", "listen", "signal", "patch"}
 
 // streamScripts stand alone: they work on one stream or timers key (promote,
-// heartbeat, release) or on a worker's consumers (reap), or, as the fast paths of complete and start
+// heartbeat, release), on a shard's queue and entry streams (take) or on a
+// worker's consumers (reap), or, as the fast paths of complete and start
 // (advance, begin), on the run KEYS with positional arguments and only
 // step.lua before them.
-var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "deploy"}
+var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "deploy", "take"}
 
 // preludes are the files a script's body follows, by script: step.lua
 // (what every script writing a run's steps shares) and lib.lua.

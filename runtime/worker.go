@@ -91,6 +91,12 @@ type WorkerOptions struct {
 	// read and claims after its worker died) before the execution is
 	// failed as a poison message instead of being run again (default 10).
 	MaxDeliveries int
+	// AdmitAge is how long a new run's entry token may wait for admission
+	// while the work of runs in flight keeps the workers busy: an older one
+	// is moved to its queue's stream whatever that work (one per queue and
+	// shard every AdmitAge), so that new runs are never starved (default
+	// 1 s; docs/runtime.md, "Scheduling").
+	AdmitAge time.Duration
 	// TrimInterval is how often acknowledged entries are trimmed from the
 	// head of the queue streams (default 1 min).
 	TrimInterval time.Duration
@@ -177,6 +183,9 @@ func (o *WorkerOptions) defaults() {
 	if o.MaxDeliveries <= 0 {
 		o.MaxDeliveries = 10
 	}
+	if o.AdmitAge <= 0 {
+		o.AdmitAge = time.Second
+	}
 	if o.TrimInterval <= 0 {
 		o.TrimInterval = time.Minute
 	}
@@ -220,8 +229,10 @@ type Worker struct {
 	fresh    freshness
 	act      []activity // by shard
 	// readStreams, by shard: XREADGROUP's STREAMS arguments (the worker's
-	// queue streams, then as many ">").
+	// queue streams, then as many ">"); takeKeys, by shard: take.lua's
+	// KEYS for the worker's queues.
 	readStreams [][]string
+	takeKeys    [][]string
 	inflight    sync.Map // "stream id" -> *flight
 	handling    sync.WaitGroup
 	dupSeen     sync.Map
@@ -293,6 +304,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 			streams = append(streams, w.ks.stream(i, q))
 		}
 		w.readStreams = append(w.readStreams, append(streams, slices.Repeat([]string{">"}, len(opts.Queues))...))
+		w.takeKeys = append(w.takeKeys, w.ks.takeKeys(i, opts.Queues))
 	}
 	return w
 }
@@ -491,14 +503,17 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 				continue
 			}
 		}
-		var res []redis.XStream
-		var err error
-		if waiting {
-			// Messages are probably waiting: read them without blocking,
-			// on the main pool.
-			res, err = w.st.rdb.XReadGroup(ctx, w.readArgs(args, n, -1)).Result()
-		} else {
-			res, err = w.st.blk.XReadGroup(ctx, w.readArgs(args, n, w.opts.Block)).Result()
+		// The work of runs in flight first, then new runs' entry tokens
+		// (take.lua), without blocking, on the main pool. When it reads
+		// nothing and no message is probably waiting, the read blocks on
+		// the queues' streams: take granted the credits that let a new
+		// run's entry tokens go there and wake it.
+		res, err := w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, !waiting)
+		if err == nil && len(res) == 0 {
+			err = redis.Nil
+			if !waiting {
+				res, err = w.st.blk.XReadGroup(ctx, w.readArgs(args, n, w.opts.Block)).Result()
+			}
 		}
 		waiting = false
 		if err != nil {
@@ -522,6 +537,71 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		w.releaseSlots(n - min(got, n))
 		waiting = got >= n
 	}
+}
+
+// take reads up to n messages of the shard's queues (each queue's COUNT;
+// keys: keyspace.takeKeys of queues) with take.lua: the queues' streams
+// first, then the entry tokens of new runs, which it admits when those are
+// drained or have waited AdmitAge. idle: the caller blocks next if
+// nothing is read (take then grants credits).
+func (w *Worker) take(ctx context.Context, c redis.Scripter, shard int, keys, queues []string, consumer string, n int, idle bool) ([]redis.XStream, error) {
+	v, err := w.st.scripts["take"].Run(ctx, c, keys, w.takeArgs(queues, consumer, n, idle)...).Result()
+	if err != nil {
+		return nil, err
+	}
+	return takeReply(v)
+}
+
+func (w *Worker) takeArgs(queues []string, consumer string, n int, idle bool) []any {
+	flag := "0"
+	if idle {
+		flag = "1"
+	}
+	args := make([]any, 0, 5+len(queues))
+	args = append(args, Group, consumer, n, flag, w.opts.AdmitAge.Milliseconds())
+	for _, q := range queues {
+		args = append(args, q)
+	}
+	return args
+}
+
+// takeReply converts take.lua's reply, XREADGROUP's shape as a script
+// returns it, to XREADGROUP's result.
+func takeReply(v any) ([]redis.XStream, error) {
+	bad := fmt.Errorf("runtime: take replied %T, not a read", v)
+	list, ok := v.([]any)
+	if !ok {
+		return nil, bad
+	}
+	res := make([]redis.XStream, 0, len(list))
+	for _, x := range list {
+		sl, ok := x.([]any)
+		if !ok || len(sl) != 2 {
+			return nil, bad
+		}
+		name, _ := sl[0].(string)
+		ms, ok := sl[1].([]any)
+		if !ok {
+			return nil, bad
+		}
+		st := redis.XStream{Stream: name, Messages: make([]redis.XMessage, 0, len(ms))}
+		for _, y := range ms {
+			m, ok := y.([]any)
+			if !ok || len(m) != 2 {
+				return nil, bad
+			}
+			id, _ := m[0].(string)
+			fv, _ := m[1].([]any)
+			vals := make(map[string]any, len(fv)/2)
+			for i := 0; i+1 < len(fv); i += 2 {
+				f, _ := fv[i].(string)
+				vals[f] = fv[i+1]
+			}
+			st.Messages = append(st.Messages, redis.XMessage{ID: id, Values: vals})
+		}
+		res = append(res, st)
+	}
+	return res, nil
 }
 
 // readArgs are the arguments of an XREADGROUP of up to n new messages of
@@ -627,7 +707,7 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 // A pendingTake is a read in a completion's pipeline, for the completing
 // handlers' slots and extra free slots it holds.
 type pendingTake struct {
-	cmd   *redis.XStreamSliceCmd
+	cmd   *redis.Cmd // take.lua
 	extra int
 }
 
@@ -642,15 +722,22 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	// Free slots too: while handlers run, the read loop leaves the
 	// reading to their completions (readLoop) and holds none.
 	t := &pendingTake{extra: w.tryAcquire(max(0, w.opts.Batch-k))}
-	t.cmd = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))
+	// take.lua, as the read loop reads: the work of runs in flight first.
+	t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, false)...)
 	return t
 }
 
 func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
 	n := k + t.extra
 	used := 0
-	res, err := t.cmd.Result()
+	v, err := t.cmd.Result()
+	var res []redis.XStream
+	if err == nil {
+		res, err = takeReply(v)
+	}
 	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT"):
+		// The read loop's next take loads the script (EVAL).
 	case err == nil:
 		used = min(w.dispatchRead(w.hctx, shard, res, n), n)
 		w.piggybacked.Add(int64(used))

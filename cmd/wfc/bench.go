@@ -46,9 +46,11 @@ renders a template of its parent's output; foreach runs 100 cel items.
 After the closed-loop scenarios, open-loop loads drive each --load-shapes
 shape as users do: a burst of --burst runs submitted at once, then paced
 arrivals at the --paced shares of the throughput the burst measured (its
-capacity), for --duration each. They report the run latency from a run's
-submission to its completion (p50, p95, p99), which a fixed number of runs
-in flight cannot show.
+capacity), for --duration each. They report, which a fixed number of runs
+in flight cannot show, each run's queue wait (wait: from its submission
+until its first node started, its admission), its run latency (run: from
+that start until its completion) and their sum (total: submission to
+completion), as p50, p95 or p99.
 
 On a Redis Cluster (--redis redis+cluster://host:port,...) the runs are
 spread over the masters by --shards (default 12), the Redis CPU per
@@ -234,9 +236,12 @@ func writeBench(out io.Writer, rep *bench.Report) {
 	if len(rep.Loads) > 0 {
 		fmt.Fprintln(out)
 		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "open-loop load\truns\tsubmit s\truns/s\texec/s\trun p50 ms\trun p95 ms\trun p99 ms\ttrips/exec\tRedis µs/exec\tGo µs/exec\t")
+		// wait: submission -> first node started (admission); run: first
+		// node started -> completed; total: submission -> completed.
+		fmt.Fprintln(tw, "open-loop load\truns\tsubmit s\truns/s\texec/s\twait p50 ms\twait p99 ms\trun p50 ms\trun p95 ms\trun p99 ms\ttotal p50 ms\ttotal p99 ms\ttrips/exec\tRedis µs/exec\tGo µs/exec\t")
 		for _, l := range rep.Loads {
-			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", l.Name, l.Runs, l.SubmitSecs, l.RunsPerSec, l.ExecPerSec, l.P50ms, l.P95ms, l.P99ms, l.TripsPer, cpuCell(l.RedisCPUus), cpuCell(l.GoCPUus))
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", l.Name, l.Runs, l.SubmitSecs, l.RunsPerSec, l.ExecPerSec,
+				l.WaitP50ms, l.WaitP99ms, l.StartedP50ms, l.StartedP95ms, l.StartedP99ms, l.P50ms, l.P99ms, l.TripsPer, cpuCell(l.RedisCPUus), cpuCell(l.GoCPUus))
 		}
 		tw.Flush()
 	}

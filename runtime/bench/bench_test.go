@@ -98,6 +98,12 @@ func TestRun(t *testing.T) {
 		if l.RunsPerSec <= 0 || l.ExecPerSec < l.RunsPerSec || l.P50ms <= 0 || l.P95ms < l.P50ms || l.P99ms < l.P95ms || l.TripsPer <= 0 || l.RedisCPUus <= 0 {
 			t.Errorf("%s: implausible figures %+v", l.Name, l)
 		}
+		// Queue wait plus run latency is the total, each run; so are the
+		// medians, roughly: neither part exceeds the total's p99.
+		if l.StartedP50ms <= 0 || l.StartedP95ms < l.StartedP50ms || l.StartedP99ms < l.StartedP95ms || l.WaitP99ms < l.WaitP50ms ||
+			l.StartedP50ms > l.P99ms || l.WaitP50ms > l.P99ms {
+			t.Errorf("%s: implausible wait and run latencies %+v", l.Name, l)
+		}
 	}
 	if len(rep.Memory) != len(Shapes) {
 		t.Fatalf("memory: %+v", rep.Memory)

@@ -13,8 +13,13 @@ import (
 
 // A Load is a shape driven open-loop, as users drive a deployment: a burst
 // of runs submitted at once, or runs arriving at a paced rate, whatever
-// the workers' progress. It reports the run latency, from a run's
-// submission to its completion, next to the throughput: the closed-loop
+// the workers' progress. It reports, next to the throughput, three
+// latencies of a run: its queue wait (submission until its first node's
+// handler starts: its admission), its run latency (that start until its
+// completion) and the sum of both (submission until completion). With a
+// burst of runs at once and a finite throughput, submission to completion
+// grows with the burst whatever the scheduling; how long a run takes once
+// it started is what scheduling decides (docs/performance.md). The closed-loop
 // scenarios keep a fixed number of runs in flight and cannot show a burst
 // whose runs all finish at its end.
 type Load struct {
@@ -27,16 +32,24 @@ type Load struct {
 	// share of the burst's throughput (the measured capacity) it is.
 	Rate       float64 `json:"rate_per_s,omitzero"`
 	Share      float64 `json:"share,omitzero"`
-	Seconds    float64 `json:"seconds"`    // from the first submission until the last run completed
-	SubmitSecs float64 `json:"submit_s"`   // from the first submission until the last
-	RunsPerSec float64 `json:"runs_per_s"` // completed runs per second
-	ExecPerSec float64 `json:"exec_per_s"` // node executions per second
-	P50ms      float64 `json:"run_p50_ms"` // run latency: submitted -> completed
-	P95ms      float64 `json:"run_p95_ms"`
-	P99ms      float64 `json:"run_p99_ms"`
-	TripsPer   float64 `json:"trips_per_exec"` // worker round trips to Redis per node execution
-	RedisCPUus float64 `json:"redis_cpu_us_per_exec,omitzero"`
-	GoCPUus    float64 `json:"go_cpu_us_per_exec,omitzero"`
+	Seconds    float64 `json:"seconds"`      // from the first submission until the last run completed
+	SubmitSecs float64 `json:"submit_s"`     // from the first submission until the last
+	RunsPerSec float64 `json:"runs_per_s"`   // completed runs per second
+	ExecPerSec float64 `json:"exec_per_s"`   // node executions per second
+	P50ms      float64 `json:"total_p50_ms"` // submitted -> completed
+	P95ms      float64 `json:"total_p95_ms"`
+	P99ms      float64 `json:"total_p99_ms"`
+	// Queue wait: submitted -> the first node's handler started.
+	WaitP50ms float64 `json:"wait_p50_ms"`
+	WaitP99ms float64 `json:"wait_p99_ms"`
+	// Run latency once started: the first node's handler started ->
+	// completed.
+	StartedP50ms float64 `json:"started_p50_ms"`
+	StartedP95ms float64 `json:"started_p95_ms"`
+	StartedP99ms float64 `json:"started_p99_ms"`
+	TripsPer     float64 `json:"trips_per_exec"` // worker round trips to Redis per node execution
+	RedisCPUus   float64 `json:"redis_cpu_us_per_exec,omitzero"`
+	GoCPUus      float64 `json:"go_cpu_us_per_exec,omitzero"`
 }
 
 // Burst submits runs runs of a shape at once (from eight submitters, as
@@ -162,6 +175,7 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 	// Every run must complete; its latency is from its submission to the
 	// completion the run's state records.
 	lat := make([]float64, 0, runs)
+	wait, ran := make([]float64, 0, runs), make([]float64, 0, runs)
 	var last time.Time
 	for i, id := range ids {
 		st, err := b.sub.Wait(wctx2, id)
@@ -175,8 +189,15 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 			last = st.Ended
 		}
 		lat = append(lat, max(0, float64(st.Ended.Sub(submitted[i]))/1e6))
+		if first := rec.firstStart(id); first > 0 {
+			began := time.Unix(0, first)
+			wait = append(wait, max(0, float64(began.Sub(submitted[i]))/1e6))
+			ran = append(ran, max(0, float64(st.Ended.Sub(began))/1e6))
+		}
 	}
 	slices.Sort(lat)
+	slices.Sort(wait)
+	slices.Sort(ran)
 	secs := last.Sub(start).Seconds()
 	if secs <= 0 {
 		secs = time.Since(start).Seconds()
@@ -185,6 +206,8 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 		Shape: shape, Workers: workers, Kind: "burst", Runs: runs, Seconds: secs, SubmitSecs: submitSecs,
 		RunsPerSec: float64(runs) / secs, ExecPerSec: float64(nExecs) / secs,
 		P50ms: percentile(lat, 0.50), P95ms: percentile(lat, 0.95), P99ms: percentile(lat, 0.99),
+		WaitP50ms: percentile(wait, 0.50), WaitP99ms: percentile(wait, 0.99),
+		StartedP50ms: percentile(ran, 0.50), StartedP95ms: percentile(ran, 0.95), StartedP99ms: percentile(ran, 0.99),
 		TripsPer:   div(float64(nTrips), float64(nExecs)),
 		RedisCPUus: div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6,
 		GoCPUus:    div(cpu1-cpu0, float64(nExecs)) * 1e6,
@@ -208,4 +231,20 @@ func (b *Session) startWorkers(ctx context.Context, reg *handlers.Registry, n in
 		go func() { defer wg.Done(); wk.Run(wctx) }()
 	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// firstStart returns when the first handler of a run started (unix ns), or
+// 0 when none was recorded.
+func (r *recorder) firstStart(run string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first int64
+	if rt := r.runs[run]; rt != nil {
+		for _, t := range rt.start {
+			if first == 0 || t < first {
+				first = t
+			}
+		}
+	}
+	return first
 }

@@ -8,8 +8,9 @@
 -- start, which says why.
 -- KEYS: its own layout, the keys it uses (as advance has its own): 1 state,
 --       2 events, 3 graph, 4 the control queue's timers (the deadline
---       timer), then for each of the run's queues (in the order of the
---       run's queues) its stream, 4+i.
+--       timer), 5 the shard's admission hash, then for each of the run's
+--       queues (in the order of the run's queues) its stream, 4+2i, and its
+--       entry stream, 5+2i.
 -- ARGV: 1 run id, 2 now (ms), 3 IR hash, 4 graph suffix, 5 queues (comma-
 --       separated), 6 workflow, 7 inputs (JSON text), 8 deadline_ms,
 --       9 deadline_at (ms), 10 max_hops, 11 max_fanout, 12 retention (ms),
@@ -27,13 +28,16 @@ if n < 1 or (na - 12) % 2 ~= 0 or not tonumber(A[10]) or not dlms or dlms > 0 an
     or not CTLTIMERS then
   return redis.error_reply('ERR wfc: bad begin call')
 end
--- Each entry's stream (toks[i]), checked before any write; an entry named
--- twice is a bad call too.
-local toks, seen = {}, n > 1 and {} or nil
+-- Each entry's queue (qs[i], its stream KEYS[4+2q]), checked before any
+-- write; an entry named twice is a bad call too.
+local ADMIT = KEYS[5]
+local names = {} -- the run's queues, the admission hash's fields
+for name in string.gmatch(A[5], '[^,]+') do names[#names + 1] = name end
+local qs, seen = {}, n > 1 and {} or nil
 for i = 1, n do
   local id, q = A[11 + 2 * i], tonumber(A[12 + 2 * i])
-  toks[i] = q and q > 0 and q % 1 == 0 and KEYS[4 + q]
-  if not toks[i] then return redis.error_reply('ERR wfc: bad begin call') end
+  qs[i] = q and q > 0 and q % 1 == 0 and KEYS[5 + 2 * q] and names[q] and q
+  if not qs[i] or not ADMIT then return redis.error_reply('ERR wfc: bad begin call') end
   if seen then
     if seen[id] then return redis.error_reply('ERR wfc: bad begin call') end
     seen[id] = true
@@ -61,8 +65,18 @@ for i = 1, n do
   nexts[i] = id .. ':1'
 end
 bigcall(sets, ns)
+-- A new run waits for admission: its entry tokens go to their queues'
+-- entry streams, which workers take from when the work of runs in flight
+-- is drained (take.lua), or straight to the queue's stream while an idle
+-- worker's credits last (docs/runtime.md, "Scheduling").
 for i = 1, n do
-  call('XADD', toks[i], '*', 't', tokenjson('exec', run, A[11 + 2 * i], '', '1', '1', '-1', '0', A[4], A[10]))
+  local q, to = qs[i], KEYS[5 + 2 * qs[i]]
+  local c = tonumber(call('HGET', ADMIT, names[q]) or '0')
+  if c and c > 0 then
+    call('HINCRBY', ADMIT, names[q], -1)
+    to = KEYS[4 + 2 * q]
+  end
+  call('XADD', to, '*', 't', tokenjson('exec', run, A[11 + 2 * i], '', '1', '1', '-1', '0', A[4], A[10]))
 end
 -- One event: the entries it queued are in its field next (start.lua folds
 -- them the same way).

@@ -3,7 +3,9 @@
 --    deadline_ms, deadline_at (ms), max_hops, max_fanout, retention (ms the
 --    run's keys are kept once it ends; 0 forever), parent (a child run of
 --    a flow node, flow.go: {run, node, iter, hop, attempt, item, gen},
---    which its end notifies; absent otherwise).
+--    which its end notifies; absent otherwise), admit (true: a new run
+--    that waits for admission; KEYS then go on with the shard's admission
+--    hash and the entry stream of each of A.queues).
 if redis.call('HEXISTS', STATE, 'run|status') == 1 then return 'exists' end
 local info = redis.call('HGET', GRAPH, '_')
 if not info then return fail('graph ' .. GRAPH .. ' is not stored') end
@@ -14,6 +16,7 @@ for _, e in ipairs(A.entries) do
   if not g then return fail('unknown entry node ' .. e[1]) end
   if not qstream(g.q) then return fail('queue ' .. g.q .. ' is not a queue of the run') end
 end
+if A.admit and not KEYS[7 + 3 * #A.queues] then return fail('bad start call: no entry streams') end
 
 -- run|graph first: the hash is a hashtable from the start (step.lua).
 redis.call('HSET', STATE, 'run|graph', A.graph, 'run|status', 'running', 'run|gen', 0, 'run|ir', A.ir,
@@ -31,7 +34,27 @@ if A.parent then
 else
   fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
 end
-for _, e in ipairs(A.entries) do dispatch(e[1], e[2], 1) end
+if A.admit then
+  -- A new run waits for admission (docs/runtime.md, "Scheduling", and
+  -- begin.lua): each entry token goes to its queue's entry stream, or to
+  -- the queue's stream while an idle worker's credits last. A child run
+  -- (A.parent) is work of a run in flight: its tokens go to the streams.
+  local ADMIT, nk = KEYS[7 + 2 * #A.queues], 7 + 2 * #A.queues
+  local mainstream = qstream
+  for _, e in ipairs(A.entries) do
+    local q = gnode(e[1]).q
+    local to = KEYS[nk + QI[q]]
+    if tonumber(redis.call('HGET', ADMIT, q) or '0') > 0 then
+      redis.call('HINCRBY', ADMIT, q, -1)
+      to = mainstream(q)
+    end
+    qstream = function() return to end -- where dispatch queues this entry
+    dispatch(e[1], e[2], 1)
+  end
+  qstream = mainstream
+else
+  for _, e in ipairs(A.entries) do dispatch(e[1], e[2], 1) end
+end
 unfold()
 if A.deadline_ms > 0 then
   redis.call('ZADD', qtimers(info.ctl), A.deadline_at, deadline_member())

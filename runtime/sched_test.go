@@ -1,0 +1,393 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// Scheduling (docs/runtime.md, "Scheduling"): a worker takes the work of
+// runs in flight before it admits new runs.
+
+// forSchedBackends runs f on both backends and on the Redis Cluster.
+func forSchedBackends(t *testing.T, f func(t *testing.T, b backend, o Options)) {
+	forBackends(t, func(t *testing.T, b backend) { f(t, b, Options{Queues: sameQueue}) })
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		f(t, clusterBackend, Options{Queues: sameQueue, Shards: 6})
+	})
+}
+
+// registerOrder registers handler "ord", which records "run:node" in call
+// order.
+func registerOrder(v *env) func() []string {
+	var mu sync.Mutex
+	var order []string
+	v.reg.RegisterFunc("ord", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+		v.note(req)
+		mu.Lock()
+		order = append(order, req.RunID+":"+req.Node)
+		mu.Unlock()
+		return json.RawMessage(`{}`), nil
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), order...)
+	}
+}
+
+// sameQueue routes the tests' handlers to one queue, so that the order
+// of their tokens is one stream's.
+var sameQueue = map[string]string{"block": "work", "ord": "work", "mark": "work", "spin": "work", "count": "work"}
+
+// waitingEntries returns how many entry tokens wait in the entry streams
+// of the control queue and queue work (every shard).
+func waitingEntries(t testing.TB, e *Engine) int64 {
+	t.Helper()
+	var n int64
+	for s := range max(e.st.ks.shards, 1) {
+		for _, q := range []string{ControlQueue, "work"} {
+			c, err := e.st.rdb.XLen(context.Background(), e.st.ks.entries(s, q)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += c
+		}
+	}
+	return n
+}
+
+// admitEntries moves the entry tokens waiting in queue q's entry stream
+// into its stream, as a worker's take does, and returns them as read
+// (pending for consumer "test").
+func admitEntries(t testing.TB, e *Engine, shard int, q string) []redis.XMessage {
+	t.Helper()
+	if err := e.st.ensureGroup(context.Background(), e.st.ks.stream(shard, q)); err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Second}}
+	res, err := w.take(context.Background(), e.st.rdb, shard, e.st.ks.takeKeys(shard, []string{q}), []string{q}, "test", 1000, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []redis.XMessage
+	for _, s := range res {
+		out = append(out, s.Messages...)
+	}
+	return out
+}
+
+// TestInFlightBeforeNew: with a backlog of new runs waiting and one run in
+// flight, the run in flight's next nodes are taken before any new run
+// starts. With one slot, the order of handler calls shows it; a FIFO
+// queue would run every new run's first node before the run's second.
+func TestInFlightBeforeNew(t *testing.T) {
+	forSchedBackends(t, func(t *testing.T, b backend, o Options) {
+		v := newEnv(t, b, o)
+		order := registerOrder(v)
+		v.worker(func(o *WorkerOptions) { o.Concurrency = 1 })
+		first := build(t, wfSpec{nodes: []*nodeSpec{
+			task("a", "block"), task("b", "ord", after("a")), task("c", "ord", after("b")),
+		}})
+		r0 := v.submit(first, nil)
+		v.waitStarted()
+		next := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord"), task("y", "ord", after("x"))}})
+		const n = 20
+		var news []string
+		for range n {
+			news = append(news, v.submit(next, nil))
+		}
+		// With shards, each shard's reader granted credits when it found
+		// nothing, which new runs of those shards spend: fewer wait.
+		if w := waitingEntries(t, v.e); w != n && v.e.st.ks.shards <= 1 || w == 0 {
+			t.Errorf("%d entry tokens wait for admission, want %d", w, n)
+		}
+		close(v.unblock)
+		if st := v.wait(r0); st.State != RunCompleted {
+			t.Fatalf("run %s", st.State)
+		}
+		for _, r := range news {
+			if st := v.wait(r); st.State != RunCompleted {
+				t.Fatalf("new run %s", st.State)
+			}
+		}
+		got := order()
+		if len(got) != 2+2*n {
+			t.Fatalf("%d calls: %v", len(got), got)
+		}
+		if got[0] != r0+":b" || got[1] != r0+":c" {
+			t.Errorf("the run in flight did not go first: %v", got[:4])
+		}
+		waitNoPending(t, v.e)
+		if w := waitingEntries(t, v.e); w != 0 {
+			t.Errorf("%d entry tokens left", w)
+		}
+	})
+}
+
+// TestNewRunsNotStarved: while a run's continuations keep the only slot
+// busy (a loop that goes on until a new run has started), a new run is
+// admitted once its entry token waited AdmitAge; without that it would
+// wait for the loop's last iteration.
+func TestNewRunsNotStarved(t *testing.T) {
+	forSchedBackends(t, func(t *testing.T, b backend, o Options) {
+		// One shard: with one slot, a busy shard's completions keep it,
+		// and another shard's reader never gets it (Concurrency should be
+		// at least Shards), admission or not.
+		o.Shards = 1
+		v := newEnv(t, b, o)
+		order := registerOrder(v)
+		started := make(chan struct{})
+		var once sync.Once
+		v.reg.RegisterFunc("mark", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			once.Do(func() { close(started) })
+			return json.RawMessage(`{}`), nil
+		})
+		spins := 0
+		v.reg.RegisterFunc("spin", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			spins++ // one slot: calls do not overlap
+			select {
+			case <-started:
+				return json.RawMessage(`{"go":false}`), nil
+			default:
+				return json.RawMessage(`{"go":true}`), nil
+			}
+		})
+		v.worker(func(o *WorkerOptions) { o.Concurrency = 1; o.AdmitAge = time.Millisecond })
+		const most = 3000
+		loopw := build(t, wfSpec{
+			outputs: []ir.Output{output("exhausted", "has(dlq.output)")},
+			set:     ir.Settings{MaxHops: 10 * most},
+			nodes: []*nodeSpec{
+				task("first", "block"),
+				task("spin", "spin", after("first"), loop("output.go", most, "", "dlq")),
+				task("dlq", "noop"),
+			},
+		})
+		lr := v.submit(loopw, nil)
+		v.waitStarted()
+		nr := v.submit(build(t, wfSpec{nodes: []*nodeSpec{task("m", "mark"), task("n", "ord", after("m"))}}), nil)
+		if w := waitingEntries(t, v.e); w != 1 {
+			t.Errorf("%d entry tokens wait, want 1", w)
+		}
+		close(v.unblock)
+		st := v.wait(lr)
+		if st.State != RunCompleted || string(st.Result) != `{"exhausted":false}` {
+			t.Fatalf("the loop ran %d iterations and ended %s %s: the new run was not admitted while it ran", spins, st.State, st.Result)
+		}
+		if st := v.wait(nr); st.State != RunCompleted {
+			t.Fatalf("new run %s", st.State)
+		}
+		if got := order(); len(got) != 1 || got[0] != nr+":n" {
+			t.Errorf("calls %v", got)
+		}
+		t.Logf("the new run started after %d iterations", spins)
+	})
+}
+
+// TestIdleWorkerWakes: a worker blocked on an empty queue grants credits,
+// so that a new run's entry token goes straight to the queue's stream,
+// which wakes it, rather than waiting in the entry stream until the
+// blocking read times out.
+func TestIdleWorkerWakes(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		v.worker()
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "count"), task("b", "count", after("a"))}})
+		for i := range 5 {
+			// Wait for the worker to block, having granted its credits.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				c, _ := v.e.st.rdb.HGet(v.ctx, v.e.st.ks.admit(0), "work").Int()
+				if c > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("run %d: the idle worker granted no credits", i)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			id := v.submit(w, nil)
+			if n := waitingEntries(t, v.e); n != 0 {
+				t.Fatalf("run %d: its entry token waits in the entry stream", i)
+			}
+			if st := v.wait(id); st.State != RunCompleted {
+				t.Fatalf("run %d: %s", i, st.State)
+			}
+		}
+	})
+}
+
+// TestAdmittedEntryClaimed: a new run's entry token admitted by a worker
+// that then dies is claimed, like any message, by another worker after the
+// visibility timeout. The run was submitted before any worker ran, so its
+// token waited in the entry stream.
+func TestAdmittedEntryClaimed(t *testing.T) {
+	forSchedBackends(t, func(t *testing.T, b backend, eo Options) {
+		v := newEnv(t, b, eo)
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "block"), task("b", "count", after("a"))}})
+		id := v.submit(w, nil)
+		if n := waitingEntries(t, v.e); n != 1 {
+			t.Fatalf("%d entry tokens wait, want 1", n)
+		}
+		o := fastWorker(v.reg)
+		o.crash = true
+		dead := v.e.NewWorker(o)
+		ctx, stop := context.WithCancel(v.ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); dead.Run(ctx) }()
+		v.waitStarted()
+		if n := waitingEntries(t, v.e); n != 0 {
+			t.Fatalf("%d entry tokens still wait", n)
+		}
+		// The admitted token carries its entry id (fresh.go).
+		shard := v.e.st.ks.shard(id)
+		ms, err := v.e.st.rdb.XRange(v.ctx, v.e.st.ks.stream(shard, "work"), "-", "+").Result()
+		if err != nil || len(ms) != 1 || ms[0].Values["e"] == nil {
+			t.Fatalf("the queue holds %v (%v)", ms, err)
+		}
+		stop()
+		<-done
+		close(v.unblock)
+		live := v.worker()
+		if st := v.wait(id); st.State != RunCompleted {
+			t.Fatalf("run %s", st.State)
+		}
+		if live.Stats().Claimed == 0 {
+			t.Errorf("the admitted token was not claimed")
+		}
+		if c := v.callCount(id + "/a"); c != 2 {
+			t.Errorf("a ran %d times, want 2 (the dead worker's and the claim's)", c)
+		}
+		waitNoPending(t, v.e)
+	})
+}
+
+// TestSchedManyWorkers: several workers serve a burst of new runs: every run completes,
+// nothing stays pending or waiting, and each node ran once.
+func TestSchedManyWorkers(t *testing.T) {
+	forSchedBackends(t, func(t *testing.T, b backend, o Options) {
+		v := newEnv(t, b, o)
+		for range 3 {
+			v.worker(func(o *WorkerOptions) { o.Concurrency = 3 })
+		}
+		chain := build(t, wfSpec{nodes: []*nodeSpec{
+			task("a", "count"), task("b", "count", after("a")), task("c", "count", after("b")), task("d", "count", after("a")),
+		}})
+		var ids []string
+		for range 60 {
+			ids = append(ids, v.submit(chain, nil))
+		}
+		for _, id := range ids {
+			if st := v.wait(id); st.State != RunCompleted {
+				t.Fatalf("run %s: %s", id, st.State)
+			}
+			for _, n := range []string{"a", "b", "c", "d"} {
+				if c := v.callCount(id + "/" + n); c != 1 {
+					t.Errorf("%s/%s ran %d times", id, n, c)
+				}
+			}
+		}
+		waitNoPending(t, v.e)
+		if n := waitingEntries(t, v.e); n != 0 {
+			t.Errorf("%d entry tokens left", n)
+		}
+	})
+}
+
+// TestTakeReply: take.lua's reply converts to XREADGROUP's result, and a
+// reply of another shape is an error, not a panic.
+func TestTakeReply(t *testing.T) {
+	res, err := takeReply([]any{[]any{"s", []any{[]any{"1-0", []any{"t", "x", "e", "0-1"}}}}})
+	if err != nil || len(res) != 1 || res[0].Stream != "s" || len(res[0].Messages) != 1 ||
+		res[0].Messages[0].ID != "1-0" || res[0].Messages[0].Values["t"] != "x" || res[0].Messages[0].Values["e"] != "0-1" {
+		t.Fatalf("%v %v", res, err)
+	}
+	for _, bad := range []any{"x", []any{"s"}, []any{[]any{"s", "m"}}, []any{[]any{"s", []any{"m"}}}} {
+		if _, err := takeReply(bad); err == nil || !strings.Contains(err.Error(), "take replied") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+	if res, err := takeReply([]any{}); err != nil || len(res) != 0 {
+		t.Errorf("empty: %v %v", res, err)
+	}
+}
+
+// TestCancelledWhileWaiting: a run cancelled while its entry token waits
+// for admission is not run: the token, once admitted, is acknowledged as
+// a token of a run that no longer runs.
+func TestCancelledWhileWaiting(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "count"), task("b", "count", after("a"))}})
+		id := v.submit(w, nil)
+		if n := waitingEntries(t, v.e); n != 1 {
+			t.Fatalf("%d entry tokens wait, want 1", n)
+		}
+		if err := v.e.Cancel(v.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		wk := v.worker()
+		other := v.submit(w, nil) // behind it
+		if st := v.wait(other); st.State != RunCompleted {
+			t.Fatalf("the other run %s", st.State)
+		}
+		waitNoPending(t, v.e)
+		if n := waitingEntries(t, v.e); n != 0 {
+			t.Errorf("%d entry tokens wait", n)
+		}
+		if c := v.callCount(id + "/a"); c != 0 {
+			t.Errorf("the cancelled run's a ran %d times", c)
+		}
+		if st, _ := v.e.Status(v.ctx, id); st.State != RunCancelled {
+			t.Errorf("run %s", st.State)
+		}
+		for deadline := time.Now().Add(10 * time.Second); wk.Stats().Inactive == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no token of an ended run was dropped: %+v", wk.Stats())
+			}
+		}
+	})
+}
+
+// TestChildRunIsInFlight: a flow node's child run is the work of a run in
+// flight (its parent waits on it): its entry token goes to the stream, not
+// behind the new runs waiting for admission.
+func TestChildRunIsInFlight(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		order := registerOrder(v)
+		v.worker(func(o *WorkerOptions) { o.Concurrency = 1 })
+		kid := childWF(t, "kid", "ord")
+		parent := build(t, wfSpec{children: []*ir.Workflow{kid}, nodes: []*nodeSpec{
+			task("a", "block"), flowNode(t, "f", kid, after("a"), fwith("n", konst("1"))), task("z", "ord", after("f")),
+		}})
+		p := v.submit(parent, nil)
+		v.waitStarted()
+		next := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord")}})
+		var news []string
+		for range 10 {
+			news = append(news, v.submit(next, nil))
+		}
+		close(v.unblock)
+		if st := v.wait(p); st.State != RunCompleted {
+			t.Fatalf("parent %s: %s", st.State, st.Error)
+		}
+		for _, r := range news {
+			v.wait(r)
+		}
+		got := order()
+		if len(got) != 12 || !strings.HasSuffix(got[0], ":work") || got[1] != p+":z" {
+			t.Errorf("the child run and its parent did not go first: %v", got)
+		}
+	})
+}

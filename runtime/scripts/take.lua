@@ -1,0 +1,113 @@
+-- take: a worker's read of one shard's queues, the work of runs in flight
+-- first (docs/runtime.md, "Scheduling"). A new run's entry tokens wait in
+-- the queue's entry stream (start.lua, begin.lua); take moves them into the
+-- queue's stream only when its continuations are drained, and reads them.
+-- KEYS: 1 the shard's admission hash (queue -> credits; aged|<queue> -> when
+--       an aged entry token was last moved), then for each
+--       queue i: 2i its stream, 2i+1 its entry stream.
+-- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 idle ('1': the
+--       worker blocks next if this reads nothing), 5 age (ms an entry
+--       token may wait before it is admitted whatever the continuations),
+--       then for each queue i: 5+i its name.
+-- Reply: what XREADGROUP replies, [[stream, [[id, [field, value, ...]], ...]], ...]
+-- (an empty list when nothing was read).
+--
+-- Admission (every move is atomic: an entry token is in exactly one of the
+-- two streams, never pending in the entry stream, which has no group):
+-- * when the continuations left fewer than n messages, the oldest entry
+--   tokens fill the rest, oldest queue first;
+-- * starvation: an entry token that waited `age` ms or more is moved to
+--   its queue's tail whatever the continuations (at most one per queue
+--   every `age` ms), where it is read in its turn;
+-- * credits: a worker about to block (idle, nothing read, nothing waits)
+--   grants its queues n credits; start and begin put a new run's entry
+--   token straight into the queue's stream while credits last, which wakes
+--   the blocked read. Only a start spends them: a busy worker that took
+--   them back could leave another one, blocked on the same queue, idle
+--   while new runs wait. So a worker that was idle and got busy leaves
+--   at most n credits per queue, which as many new runs spend.
+local group, consumer = ARGV[1], ARGV[2]
+local n, idle, age = tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
+local nq = (#KEYS - 1) / 2
+if not n or n < 1 or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 5 + nq then
+  return redis.error_reply('ERR wfc: bad take call')
+end
+local ADMIT = KEYS[1]
+
+local out, got = {}, 0
+local function read(count, qs)
+  local args = {'XREADGROUP', 'GROUP', group, consumer, 'COUNT', count, 'STREAMS'}
+  for _, i in ipairs(qs) do args[#args + 1] = KEYS[2 * i] end
+  for _ in ipairs(qs) do args[#args + 1] = '>' end
+  local r = redis.call(unpack(args))
+  if r then
+    for _, s in ipairs(r) do
+      out[#out + 1] = s
+      got = got + #s[2]
+    end
+  end
+end
+
+local all = {}
+for i = 1, nq do all[i] = i end
+read(n, all)
+
+-- move moves up to k entry tokens of queue i to its stream; it returns
+-- how many it moved.
+local function move(i, k)
+  local es = redis.call('XRANGE', KEYS[2 * i + 1], '-', '+', 'COUNT', k)
+  if #es == 0 then return 0 end
+  local ids = {'XDEL', KEYS[2 * i + 1]}
+  for _, e in ipairs(es) do
+    -- e: the entry stream's id, when start wrote the token (the worker's
+    -- freshness goes by it, not by the new id: fresh.go).
+    local f = e[2]
+    f[#f + 1] = 'e'
+    f[#f + 1] = e[1]
+    redis.call('XADD', KEYS[2 * i], '*', unpack(f))
+    ids[#ids + 1] = e[1]
+  end
+  redis.call(unpack(ids))
+  return #es
+end
+
+local budget = n - got
+if budget > 0 then
+  -- Every stream gave fewer than n (COUNT bounds each), so each is
+  -- drained: what is moved now is all that is left to read there.
+  local moved, most = {}, 0
+  for i = 1, nq do
+    if budget == 0 then break end
+    local k = move(i, budget)
+    if k > 0 then
+      moved[#moved + 1] = i
+      most = math.max(most, k)
+      budget = budget - k
+    end
+  end
+  if most > 0 then read(most, moved) end
+else
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for i = 1, nq do
+    local h = redis.call('XRANGE', KEYS[2 * i + 1], '-', '+', 'COUNT', 1)[1]
+    if h and now - tonumber(string.match(h[1], '^%d+')) >= age then
+      -- One such move per queue every `age` ms (field aged|<queue>): a
+      -- move at every full read would admit new runs faster than runs end
+      -- under a long burst, and every run would slow down again.
+      local f = 'aged|' .. ARGV[5 + i]
+      if now - tonumber(redis.call('HGET', ADMIT, f) or '0') >= age then
+        move(i, 1)
+        redis.call('HSET', ADMIT, f, now)
+      end
+    end
+  end
+end
+
+if got == 0 and idle then
+  for i = 1, nq do
+    local c = tonumber(redis.call('HGET', ADMIT, ARGV[5 + i]) or '0')
+    if c < n then redis.call('HSET', ADMIT, ARGV[5 + i], n) end
+  end
+end
+return out

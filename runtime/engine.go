@@ -515,16 +515,21 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
 	}
-	res, err := e.begin(ctx, p, ref, args)
+	// The run index (runindex.go) is written in the start script's round trip.
+	ix := e.indexing(run)
+	start := func(sc *redis.Script, keys []string, arg string) (any, error) {
+		return sc.Run(ctx, ix, keys, arg).Result()
+	}
+	res, err := e.begin(ctx, ix, p, ref, args)
 	if err == nil && res == "" {
-		res, err = e.st.call(ctx, "start", ref, args)
+		res, err = e.st.callWith(ctx, "start", ref, args, start)
 	}
 	if err != nil && strings.Contains(err.Error(), "is not stored") {
 		// Redis lost what this process stored earlier (a restart without
 		// persistence, a flush): store it again, once.
 		e.forgetPlan(p, shard)
 		if err = e.storePlan(ctx, p, shard); err == nil {
-			res, err = e.st.call(ctx, "start", ref, args)
+			res, err = e.st.callWith(ctx, "start", ref, args, start)
 		}
 	}
 	if err != nil {
@@ -562,7 +567,7 @@ type startArgs struct {
 // begin is start's fast path (scripts/begin.lua) for a workflow whose
 // entry nodes are outside loops. It returns "" when the case does not
 // apply or the script declined, and start runs.
-func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (string, error) {
+func (e *Engine) begin(ctx context.Context, sc redis.Scripter, p *plan, ref runRef, a startArgs) (string, error) {
 	if e.opts.generalOnly || a.Parent != nil {
 		return "", nil // begin.lua does not record a parent
 	}
@@ -583,7 +588,7 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (s
 		}
 		args = append(args, en[0], q)
 	}
-	res, err := e.st.scripts["begin"].Run(ctx, e.st.rdb, e.st.ks.beginKeys(ref.id, ref.graph, ref.queues), args...).Text()
+	res, err := e.st.scripts["begin"].Run(ctx, sc, e.st.ks.beginKeys(ref.id, ref.graph, ref.queues), args...).Text()
 	if err != nil {
 		return "", err
 	}

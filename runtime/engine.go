@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,11 @@ type Options struct {
 	// that keeps everything in memory: runs are lost when the process
 	// exits. On a cluster, Shards spreads the runs over the slots.
 	RedisURL string
+	// RedisTLS, for a rediss:// URL, replaces go-redis's TLS settings
+	// (the system roots; SSL_CERT_FILE names another bundle): RootCAs for
+	// a private CA, Certificates for a client certificate. Its ServerName
+	// defaults to the URL's host. It is an error with a URL without TLS.
+	RedisTLS *tls.Config
 	// Shards is the number of shards runs are spread over (default 1).
 	// Every process of a deployment must use the same value.
 	Shards int
@@ -202,7 +208,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	// The blocking pool holds the readers (one per shard and worker) and
 	// Wait calls.
-	cl, err := newClients(url, 2*opts.Shards+8)
+	cl, err := newClients(url, 2*opts.Shards+8, opts.RedisTLS)
 	if err != nil {
 		e.closeServer()
 		return nil, fmt.Errorf("runtime: bad Redis URL: %w", err)

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -66,10 +68,13 @@ type clients struct {
 // newClients connects to a single Redis (redis://, rediss://, unix://) or
 // a Redis Cluster (redis+cluster://). blockers is the number of
 // connections the blocking-read pool must hold per server.
-func newClients(rawURL string, blockers int) (*clients, error) {
+func newClients(rawURL string, blockers int, tlsCfg *tls.Config) (*clients, error) {
 	if IsClusterURL(rawURL) {
 		co, err := parseClusterURL(rawURL)
 		if err != nil {
+			return nil, err
+		}
+		if co.TLSConfig, err = withTLS(co.TLSConfig, tlsCfg); err != nil {
 			return nil, err
 		}
 		if co.ConnMaxIdleTime == 0 {
@@ -89,11 +94,34 @@ func newClients(rawURL string, blockers int) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ro.TLSConfig, err = withTLS(ro.TLSConfig, tlsCfg); err != nil {
+		return nil, err
+	}
 	ro.ConnMaxIdleTime = time.Minute
 	bo := *ro
 	bo.PoolSize = max(10, blockers)
 	bo.MinIdleConns = 0
 	return &clients{rdb: redis.NewClient(ro), blk: redis.NewClient(&bo), addr: ro.Addr}, nil
+}
+
+// withTLS returns the TLS configuration of a connection: the URL's
+// (rediss://: go-redis's, with the host as server name) with custom's
+// settings (Options.RedisTLS: a private CA, a client certificate) when
+// given. custom without a TLS URL is an error: it would go unused, in
+// plain text.
+func withTLS(fromURL, custom *tls.Config) (*tls.Config, error) {
+	if custom == nil {
+		return fromURL, nil
+	}
+	if fromURL == nil {
+		return nil, errors.New("a TLS configuration (Options.RedisTLS) is given but the URL is not rediss:// (nor rediss+cluster://)")
+	}
+	c := custom.Clone()
+	if c.ServerName == "" {
+		c.ServerName = fromURL.ServerName
+	}
+	c.MinVersion = max(c.MinVersion, fromURL.MinVersion)
+	return c, nil
 }
 
 // parseClusterURL turns redis+cluster://[userinfo@]h1:p1,h2:p2[/][?query]

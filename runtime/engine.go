@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,11 @@ type Options struct {
 	// that keeps everything in memory: runs are lost when the process
 	// exits. On a cluster, Shards spreads the runs over the slots.
 	RedisURL string
+	// RedisTLS, for a rediss:// URL, replaces go-redis's TLS settings
+	// (the system roots; SSL_CERT_FILE names another bundle): RootCAs for
+	// a private CA, Certificates for a client certificate. Its ServerName
+	// defaults to the URL's host. It is an error with a URL without TLS.
+	RedisTLS *tls.Config
 	// Shards is the number of shards runs are spread over (default 1).
 	// Every process of a deployment must use the same value.
 	Shards int
@@ -202,7 +208,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	// The blocking pool holds the readers (one per shard and worker) and
 	// Wait calls.
-	cl, err := newClients(url, 2*opts.Shards+8)
+	cl, err := newClients(url, 2*opts.Shards+8, opts.RedisTLS)
 	if err != nil {
 		e.closeServer()
 		return nil, fmt.Errorf("runtime: bad Redis URL: %w", err)
@@ -515,16 +521,18 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
 	}
-	res, err := e.begin(ctx, p, ref, args)
+	// The run index (runindex.go) is written in the start script's round trip.
+	ix := e.indexing(run)
+	res, err := e.begin(ctx, ix, p, ref, args)
 	if err == nil && res == "" {
-		res, err = e.start(ctx, ref, args)
+		res, err = e.start(ctx, ix, ref, args)
 	}
 	if err != nil && strings.Contains(err.Error(), "is not stored") {
 		// Redis lost what this process stored earlier (a restart without
 		// persistence, a flush): store it again, once.
 		e.forgetPlan(p, shard)
 		if err = e.storePlan(ctx, p, shard); err == nil {
-			res, err = e.start(ctx, ref, args)
+			res, err = e.start(ctx, ix, ref, args)
 		}
 	}
 	if err != nil {
@@ -565,19 +573,19 @@ type startArgs struct {
 
 // start runs start.lua, with the admission keys after the run keys for a
 // run that waits for admission.
-func (e *Engine) start(ctx context.Context, ref runRef, a startArgs) (string, error) {
-	return e.st.callWith(ctx, "start", ref, a, func(sc *redis.Script, keys []string, arg string) (any, error) {
+func (e *Engine) start(ctx context.Context, sc redis.Scripter, ref runRef, a startArgs) (string, error) {
+	return e.st.callWith(ctx, "start", ref, a, func(s *redis.Script, keys []string, arg string) (any, error) {
 		if a.Admit {
 			keys = append(keys, e.st.ks.admitKeys(ref.id, ref.queues)...)
 		}
-		return sc.Run(ctx, e.st.rdb, keys, arg).Result()
+		return s.Run(ctx, sc, keys, arg).Result()
 	})
 }
 
 // begin is start's fast path (scripts/begin.lua) for a workflow whose
 // entry nodes are outside loops. It returns "" when the case does not
 // apply or the script declined, and start runs.
-func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (string, error) {
+func (e *Engine) begin(ctx context.Context, sc redis.Scripter, p *plan, ref runRef, a startArgs) (string, error) {
 	if e.opts.generalOnly || a.Parent != nil {
 		return "", nil // begin.lua does not record a parent
 	}
@@ -598,7 +606,7 @@ func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (s
 		}
 		args = append(args, en[0], q)
 	}
-	res, err := e.st.scripts["begin"].Run(ctx, e.st.rdb, e.st.ks.beginKeys(ref.id, ref.graph, ref.queues), args...).Text()
+	res, err := e.st.scripts["begin"].Run(ctx, sc, e.st.ks.beginKeys(ref.id, ref.graph, ref.queues), args...).Text()
 	if err != nil {
 		return "", err
 	}

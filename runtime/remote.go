@@ -46,6 +46,16 @@ import (
 // late completion is refused (ErrLeaseLost) and changes nothing. A
 // completion racing with the expiry is deduplicated by the execution's
 // state like two workers' completions.
+//
+// A node's timeout bounds a remote call as it bounds a Go handler's: a
+// task offered for a node with a timeout gets a deadline, an entry of the
+// shard's sorted set of deadlines (member: queue, message id and lease
+// hash). Once it passes, the task fails with error code timeout,
+// retryable (the node's retry policy decides), whatever the worker does:
+// a heartbeat past it (remotebeat.lua compares) fails it and answers
+// ErrTaskTimedOut, so does a completion past it (its result is not
+// taken), and every poll fails the shard's overdue tasks first. The lease
+// is dropped with it, so a later completion is a duplicate (ErrLeaseLost).
 
 // RemoteOptions configure a Remote. Zero values take the defaults.
 type RemoteOptions struct {
@@ -94,6 +104,10 @@ var (
 	// ErrLeaseLost: the lease expired or another worker holds the task
 	// now, or the task was completed already; the call changed nothing.
 	ErrLeaseLost = errors.New("the task's lease expired or moved to another worker, or the task is done")
+	// ErrTaskTimedOut: the node's timeout passed before the call; the
+	// task failed with error code timeout (and is retried if the node's
+	// retry policy says so); what the call posted was not taken.
+	ErrTaskTimedOut = errors.New("the task's timeout passed: it failed with error code timeout")
 )
 
 // A RemoteTask is a task leased to an external worker: one handler call
@@ -211,6 +225,9 @@ func (r *Remote) Poll(ctx context.Context, worker string, names []string, wait t
 		blockShard := -1 // a shard with queues to read
 		for i := range shards {
 			s := (round + i) % shards
+			if err := r.expireDue(ctx, s); err != nil {
+				return nil, err
+			}
 			if active[s], err = r.prepare(ctx, s, queues); err != nil {
 				return nil, err
 			}
@@ -493,7 +510,18 @@ func (r *Remote) offer(ctx context.Context, shard int, q string, m redis.XMessag
 		return nil, nil
 	}
 	lease, sum := newLease()
-	if err := r.w.st.rdb.Set(context.WithoutCancel(ctx), r.leaseKey(shard, q, m.ID), sum, r.opts.Lease).Err(); err != nil {
+	wctx := context.WithoutCancel(ctx)
+	timeout, err := r.nodeTimeout(wctx, f.tok.Run, f.tok.Node)
+	if err != nil {
+		r.w.release(f.stream, m.ID, f.raw)
+		return nil, err
+	}
+	pipe := r.w.st.rdb.TxPipeline()
+	pipe.Set(wctx, r.leaseKey(shard, q, m.ID), sum, r.opts.Lease)
+	if timeout > 0 {
+		pipe.ZAdd(wctx, r.deadlines(shard), redis.Z{Score: float64(nowMS() + timeout.Milliseconds()), Member: deadlineMember(q, m.ID, sum)})
+	}
+	if _, err := pipe.Exec(wctx); err != nil {
 		return nil, err
 	}
 	if f.tok.Kind == "exec" {
@@ -550,10 +578,18 @@ func (r *Remote) Heartbeat(ctx context.Context, id, lease string) (time.Duration
 	if err != nil {
 		return 0, err
 	}
-	res, err := r.beat.Run(ctx, r.w.st.rdb, []string{r.w.ks.stream(shard, q), r.leaseKey(shard, q, msgID)},
-		Group, msgID, leaseSum(lease), r.opts.Lease.Milliseconds()).Result()
+	sum := leaseSum(lease)
+	res, err := r.beat.Run(ctx, r.w.st.rdb, []string{r.w.ks.stream(shard, q), r.leaseKey(shard, q, msgID), r.deadlines(shard)},
+		Group, msgID, sum, r.opts.Lease.Milliseconds(), deadlineMember(q, msgID, sum), nowMS()).Result()
 	if err != nil {
 		return 0, err
+	}
+	if n, ok := res.(int64); ok && n == -2 {
+		// Past the node's timeout: the task fails now, heartbeats or not.
+		if err := r.timeOut(ctx, shard, q, msgID, sum); err != nil {
+			return 0, err
+		}
+		return 0, ErrTaskTimedOut
 	}
 	consumer, ok := res.(string)
 	if !ok {
@@ -618,29 +654,60 @@ func (r *Remote) Fail(ctx context.Context, id, lease string, te TaskError) error
 }
 
 // finish handles a task's message again with result standing in for its
-// handler call.
+// handler call, when lease holds the task. Past the task's deadline the
+// result is not taken: the task fails with error code timeout and finish
+// returns ErrTaskTimedOut.
 func (r *Remote) finish(ctx context.Context, id, lease string, result func() (json.RawMessage, error)) error {
 	shard, q, msgID, err := r.parseID(id)
 	if err != nil {
 		return err
 	}
-	key, sum := r.leaseKey(shard, q, msgID), leaseSum(lease)
-	cur, err := r.w.st.rdb.Get(ctx, key).Result()
+	sum := leaseSum(lease)
+	timedOut, err := r.finishMsg(ctx, shard, q, msgID, sum, result)
+	if err == nil && timedOut {
+		err = ErrTaskTimedOut
+	}
+	return err
+}
+
+// finishMsg is finish once the task is known: its lease's hash is sum.
+// It reports whether the task's deadline had passed (then result is not
+// used: a timeout error stands in for it).
+func (r *Remote) finishMsg(ctx context.Context, shard int, q, msgID, sum string, result func() (json.RawMessage, error)) (timedOut bool, _ error) {
+	key := r.leaseKey(shard, q, msgID)
+	// The lease and the task's deadline in one round trip.
+	pipe := r.w.st.rdb.Pipeline()
+	get := pipe.Get(ctx, key)
+	member := deadlineMember(q, msgID, sum)
+	due := pipe.ZScore(ctx, r.deadlines(shard), member)
+	_, _ = pipe.Exec(ctx)
+	cur, err := get.Result()
 	if err == redis.Nil || err == nil && subtle.ConstantTimeCompare([]byte(cur), []byte(sum)) != 1 {
-		return ErrLeaseLost
+		return false, ErrLeaseLost
 	}
 	if err != nil {
-		return err
+		return false, err
+	}
+	if err := due.Err(); err != nil && err != redis.Nil {
+		return false, err
+	} else if err == nil && int64(due.Val()) <= nowMS() {
+		timedOut = true
 	}
 	ms, err := r.w.st.rdb.XRangeN(ctx, r.w.ks.stream(shard, q), msgID, msgID, 1).Result()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if len(ms) == 0 {
-		return ErrLeaseLost // acknowledged and trimmed: done
+		return false, ErrLeaseLost // acknowledged and trimmed: done
 	}
 	f := r.flight(ctx, shard, q, ms[0])
 	defer f.cancel(nil)
+	if timedOut {
+		timeout, _ := r.nodeTimeout(ctx, f.tok.Run, f.tok.Node)
+		result = func() (json.RawMessage, error) {
+			return nil, handlers.Errorf(handlers.CodeTimeout, true, "attempt timed out after %s (the remote worker had not completed it)", timeout)
+		}
+	}
 	used := false
 	f.remote = func(context.Context, handlers.Request) (json.RawMessage, error) {
 		if used {
@@ -657,11 +724,93 @@ func (r *Remote) finish(ctx context.Context, id, lease string, result func() (js
 		r.w.release(f.stream, msgID, f.raw)
 		err = nil
 	}
-	if derr := r.drop.Run(context.WithoutCancel(ctx), r.w.st.rdb, []string{key}, sum).Err(); derr != nil && err == nil {
+	if derr := r.drop.Run(context.WithoutCancel(ctx), r.w.st.rdb, []string{key, r.deadlines(shard)}, sum, member).Err(); derr != nil && err == nil {
 		r.log.Warn("wfc remote: dropping a lease", "err", derr)
+	}
+	return timedOut, err
+}
+
+// timeOut fails a task whose deadline passed (its lease's hash is sum).
+// A task done or moved meanwhile is left as it is.
+func (r *Remote) timeOut(ctx context.Context, shard int, q, msgID, sum string) error {
+	_, err := r.finishMsg(ctx, shard, q, msgID, sum, func() (json.RawMessage, error) {
+		return nil, errors.New("unreachable: a timed-out task's result") // finishMsg replaces it
+	})
+	if errors.Is(err, ErrLeaseLost) {
+		err = nil
 	}
 	return err
 }
+
+// expireDue fails the shard's tasks whose deadline passed (at most 100 a
+// call; the next poll goes on), at most once per timer interval per
+// process, and drops deadlines of leases gone.
+func (r *Remote) expireDue(ctx context.Context, shard int) error {
+	now := time.Now()
+	k := r.deadlines(shard)
+	r.mu.Lock()
+	last := r.moved[k]
+	if now.Sub(last) >= r.w.opts.TimerInterval {
+		r.moved[k] = now
+	}
+	r.mu.Unlock()
+	if now.Sub(last) < r.w.opts.TimerInterval {
+		return nil
+	}
+	due, err := r.w.st.rdb.ZRangeByScore(ctx, k, &redis.ZRangeBy{Min: "-inf", Max: strconv.FormatInt(nowMS(), 10), Count: 100}).Result()
+	if err != nil {
+		return err
+	}
+	for _, m := range due {
+		parts := strings.Split(m, "~")
+		if len(parts) != 3 {
+			r.w.st.rdb.ZRem(ctx, k, m)
+			continue
+		}
+		r.log.Info("wfc remote: a task's timeout passed; it fails with error code timeout", "queue", parts[0], "id", parts[1])
+		if err := r.timeOut(ctx, shard, parts[0], parts[1], parts[2]); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.log.Warn("wfc remote: failing a timed-out task", "queue", parts[0], "id", parts[1], "err", err)
+			continue
+		}
+		// A lease gone (done, or redelivered under another lease) leaves
+		// its deadline: drop it.
+		r.w.st.rdb.ZRem(ctx, k, m)
+	}
+	return nil
+}
+
+// nodeTimeout returns the timeout of a run's node (0: none), as a worker
+// bounds its handler call with (job.call).
+func (r *Remote) nodeTimeout(ctx context.Context, run, node string) (time.Duration, error) {
+	if run == "" || node == "" {
+		return 0, nil
+	}
+	m, err := r.w.st.meta(ctx, run)
+	if err != nil {
+		if errors.Is(err, ErrUnknownRun) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	p, err := r.w.st.planFor(ctx, m.IR)
+	if err != nil {
+		return 0, err
+	}
+	if n := p.nodes[node]; n != nil && n.TimeoutMS > 0 {
+		return time.Duration(n.TimeoutMS) * time.Millisecond, nil
+	}
+	return 0, nil
+}
+
+// deadlines is the shard's sorted set of remote tasks' deadlines (ms).
+func (r *Remote) deadlines(shard int) string { return r.w.ks.tag(shard) + ":rdeadlines" }
+
+// A deadline's member: queue~message id~lease hash (a redelivered
+// task's new lease has an entry of its own).
+func deadlineMember(q, msgID, sum string) string { return q + "~" + msgID + "~" + sum }
 
 // message returns a pending message's token ("" when it is gone).
 func (r *Remote) message(ctx context.Context, shard int, q, id string) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,10 +17,13 @@ import (
 // The run index (docs/api.md, "Listing runs"): a sorted set per shard,
 // "<prefix>:{shard}:runs", of run ids scored by their submission time in
 // milliseconds. It lets `wfc serve` list and filter runs without scanning
-// the keyspace. An entry is written before the run starts (IndexRun, then
-// Submit), so a run the index misses cannot exist; an entry whose run never
-// started or whose keys expired (retention) is dropped by the listing that
-// finds it gone.
+// the keyspace. Submit writes every run's entry (runs of the CLI, of the Go
+// API, child runs), in the round trip of the script that starts the run
+// and before it (indexingScripter), so a run the index misses cannot
+// exist; an entry whose run never started or whose keys expired
+// (retention) is dropped by the listing that finds it gone. The index is
+// thus as large as the runs kept, plus those dropped since the last
+// listing.
 
 // runIndex is the shard's sorted set of indexed runs.
 func (k keyspace) runIndex(shard int) string { return k.tag(shard) + ":runs" }
@@ -29,15 +33,54 @@ func (k keyspace) runIndex(shard int) string { return k.tag(shard) + ":runs" }
 // picks the id with it and passes it to Submit with WithRunID.
 func NewRunID() string { return newRunID() }
 
-// IndexRun records run in the run index so that ListRuns finds it. Call it
-// before Submit(..., WithRunID(run)): an entry without a run is harmless and
-// dropped when listed. Indexing an indexed run keeps its first time.
+// IndexRun records run in the run index so that ListRuns finds it. Submit
+// does it for every run; IndexRun is for a caller that wants the entry
+// before the run (an entry without a run is harmless and dropped when
+// listed). Indexing an indexed run keeps its first time.
 func (e *Engine) IndexRun(ctx context.Context, run string) error {
 	if !validRunID(run) {
 		return fmt.Errorf("runtime: index: invalid run id %q", run)
 	}
 	idx := e.st.ks.runIndex(e.st.ks.shard(run))
 	return e.st.rdb.ZAddNX(ctx, idx, redis.Z{Score: float64(nowMS()), Member: run}).Err()
+}
+
+// indexingScripter runs scripts on c, each in one pipeline after a ZADD NX
+// of run to its index entry: the script that starts a run (begin.lua or
+// start.lua, run with it by Submit) indexes it in the same round trip, and
+// before it. A retried or fallback script (EVAL after NOSCRIPT, start
+// after begin declined) writes the entry again, NX: the first time stays.
+type indexingScripter struct {
+	redis.Scripter
+	c        redis.UniversalClient
+	idx, run string
+	log      *slog.Logger
+}
+
+func (e *Engine) indexing(run string) *indexingScripter {
+	return &indexingScripter{Scripter: e.st.rdb, c: e.st.rdb, idx: e.st.ks.runIndex(e.st.ks.shard(run)), run: run, log: e.log}
+}
+
+func (s *indexingScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return s.withIndex(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, sha1, keys, args...) })
+}
+
+func (s *indexingScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return s.withIndex(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.Eval(ctx, script, keys, args...) })
+}
+
+func (s *indexingScripter) withIndex(ctx context.Context, eval func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
+	pipe := s.c.Pipeline()
+	add := pipe.ZAddNX(ctx, s.idx, redis.Z{Score: float64(nowMS()), Member: s.run})
+	cmd := eval(pipe)
+	// The commands carry their own errors; the script's is the caller's.
+	_, _ = pipe.Exec(ctx)
+	if err := add.Err(); err != nil && cmd.Err() == nil {
+		// The run starts unlisted (GET /v1/runs misses it); it runs as
+		// any other.
+		s.log.Warn("wfc: indexing a run", "run", s.run, "err", err)
+	}
+	return cmd
 }
 
 // A RunQuery filters and pages ListRuns. Zero fields do not filter.

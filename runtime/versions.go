@@ -173,14 +173,34 @@ func (e *Engine) SubmitTag(ctx context.Context, tag string, inputs map[string]an
 	if err != nil {
 		return "", Version{}, err
 	}
+	run, err := e.SubmitVersion(ctx, w, v, inputs, opts...)
+	return run, v, err
+}
+
+// SubmitVersion starts a run of w, the workflow of version v of a tag as
+// Tagged returned them, and records the run under v.Tag, for TagRuns. A
+// caller that read the tag once (to validate inputs, say) runs exactly
+// that version with it, however the tag moved since: SubmitTag would read
+// the tag again. w must hash to v.Hash.
+func (e *Engine) SubmitVersion(ctx context.Context, w *ir.Workflow, v Version, inputs map[string]any, opts ...SubmitOption) (string, error) {
+	if !ValidTag(v.Tag) {
+		return "", fmt.Errorf("runtime: bad tag %q", v.Tag)
+	}
+	p, err := e.plan(w)
+	if err != nil {
+		return "", err
+	}
+	if p.hash != v.Hash {
+		return "", fmt.Errorf("runtime: the workflow is IR %s, not version %d of %s (IR %s)", p.hash, v.Version, v.Tag, v.Hash)
+	}
 	run, err := e.Submit(ctx, w, inputs, opts...)
 	if err != nil {
-		return "", Version{}, err
+		return "", err
 	}
-	if err := e.st.rdb.SAdd(ctx, e.st.ks.tagRuns(tag), run).Err(); err != nil {
-		return "", Version{}, err
+	if err := e.st.rdb.SAdd(ctx, e.st.ks.tagRuns(v.Tag), run).Err(); err != nil {
+		return "", err
 	}
-	return run, v, nil
+	return run, nil
 }
 
 // TagRuns returns the runs started from a tag (SubmitTag) whose keys still

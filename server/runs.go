@@ -57,7 +57,8 @@ func (s *Server) submitRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var wf *ir.Workflow
-	var hash, tag string
+	var ver runtime.Version // by tag: the version read, validated against and run
+	var hash string
 	var diags diag.List
 	switch {
 	case req.Workflow != "" && (req.Source != "" || len(req.IR) > 0):
@@ -69,7 +70,7 @@ func (s *Server) submitRun(w http.ResponseWriter, r *http.Request) {
 			s.runtimeError(w, r, err)
 			return
 		}
-		wf, hash, tag = wfv, v.Hash, v.Tag
+		wf, hash, ver = wfv, v.Hash, v
 	default:
 		if wf, diags = s.compileUpload(w, r, req.Source, req.File, req.IR); wf == nil {
 			return
@@ -88,7 +89,7 @@ func (s *Server) submitRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Validate before anything is written (the index entry comes first).
+	// Validate before anything is written.
 	if _, err := runtime.ValidateInputs(wf, inputs); err != nil {
 		s.runtimeError(w, r, err)
 		return
@@ -107,24 +108,12 @@ func (s *Server) submitRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.eng.IndexRun(ctx, run); err != nil {
-		s.internal(w, r, err)
-		return
-	}
 	var err error
-	if tag != "" {
-		// By tag: SubmitTag records the run under the tag, so that
-		// TagRuns and `wfc patch --all-running` see it. It resolves the tag
-		// again; should the tag have moved meanwhile, the run is of the
-		// newer version (its inputs validated against it by Submit).
-		var v runtime.Version
-		_, v, err = s.wf.SubmitTag(ctx, tag, inputs, runtime.WithRunID(run))
-		if err == nil && v.Hash != hash {
-			hash = v.Hash
-			if nw, _, gerr := s.wf.Get(ctx, hash); gerr == nil {
-				wf = nw
-			}
-		}
+	if ver.Tag != "" {
+		// By tag: the version read above, once (a tag moving meanwhile
+		// does not change what this run runs), recorded under the tag so
+		// that TagRuns and `wfc patch --all-running` see it.
+		_, err = s.wf.SubmitVersion(ctx, wf, ver, inputs, runtime.WithRunID(run))
 	} else {
 		_, err = s.eng.Submit(ctx, wf, inputs, runtime.WithRunID(run))
 	}

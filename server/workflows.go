@@ -33,9 +33,11 @@ type WorkflowStore interface {
 	Tags(ctx context.Context) ([]string, error)
 	// Versions returns a tag's versions, oldest first.
 	Versions(ctx context.Context, tag string) ([]runtime.Version, error)
-	// SubmitTag starts a run of tag's current version, recorded under the
+	// SubmitVersion starts a run of w, version v of a tag as Get returned
+	// them (not the tag's version at the time of the call: a submit runs
+	// the version its inputs were validated against), recorded under the
 	// tag (runtime.Engine.TagRuns, `wfc patch --all-running`).
-	SubmitTag(ctx context.Context, tag string, inputs map[string]any, opts ...runtime.SubmitOption) (string, runtime.Version, error)
+	SubmitVersion(ctx context.Context, w *ir.Workflow, v runtime.Version, inputs map[string]any, opts ...runtime.SubmitOption) (string, error)
 }
 
 // EngineWorkflows is the WorkflowStore of the engine's versioned store.
@@ -72,8 +74,8 @@ func (s EngineWorkflows) Versions(ctx context.Context, tag string) ([]runtime.Ve
 	return s.E.Versions(ctx, tag)
 }
 
-func (s EngineWorkflows) SubmitTag(ctx context.Context, tag string, inputs map[string]any, opts ...runtime.SubmitOption) (string, runtime.Version, error) {
-	return s.E.SubmitTag(ctx, tag, inputs, opts...)
+func (s EngineWorkflows) SubmitVersion(ctx context.Context, w *ir.Workflow, v runtime.Version, inputs map[string]any, opts ...runtime.SubmitOption) (string, error) {
+	return s.E.SubmitVersion(ctx, w, v, inputs, opts...)
 }
 
 // A deployRequest deploys a source or an IR document.

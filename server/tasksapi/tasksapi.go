@@ -242,6 +242,8 @@ func (a *api) fail500(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, http.StatusBadRequest, "bad-request", pe.Msg)
 	case errors.Is(err, runtime.ErrUnknownTask):
 		writeProblem(w, r, http.StatusNotFound, "unknown-task", err.Error())
+	case errors.Is(err, runtime.ErrTaskTimedOut):
+		writeProblem(w, r, http.StatusConflict, "timed-out", err.Error()+"; what the call posted was not taken")
 	case errors.Is(err, runtime.ErrLeaseLost):
 		writeProblem(w, r, http.StatusConflict, "lease-lost", err.Error()+"; the call changed nothing")
 	case errors.Is(err, runtime.ErrRunEnded):
@@ -278,6 +280,7 @@ var problemTitles = map[string]string{
 	"not-found":         "Not found",
 	"unknown-task":      "No such task",
 	"lease-lost":        "The task's lease is lost",
+	"timed-out":         "The task's timeout passed",
 	"run-ended":         "The task's run has ended",
 	"too-large":         "Request body too large",
 	"unsupported-media": "Unsupported media type",

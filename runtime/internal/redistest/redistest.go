@@ -30,6 +30,11 @@ type Options struct {
 	// Cluster; see StartCluster). Its port and port+10000 (the cluster bus)
 	// are both free.
 	Cluster bool
+	// Args are more redis-server arguments: ACL users ("--user", "alice",
+	// "on", ">secret", ...), TLS ("--tls-port", ...). A server whose
+	// default user needs a password counts as up when PING answers
+	// NOAUTH.
+	Args []string
 }
 
 // A Server is one redis-server process.
@@ -150,6 +155,7 @@ func (s *Server) start() error {
 	} else {
 		args = append(args, "--appendonly", "no")
 	}
+	args = append(args, s.opts.Args...)
 	cmd := exec.Command(Binary(), args...)
 	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
@@ -186,7 +192,8 @@ func tail(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// ping sends PING and waits for +PONG (or -LOADING: the server is up but
+// ping sends PING and waits for +PONG, or -NOAUTH (the server is up and
+// wants a password: Options.Args); not -LOADING (the server is up but
 // still reading its AOF; keep waiting).
 func ping(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -199,7 +206,7 @@ func ping(addr string) bool {
 		return false
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
+	return err == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH"))
 }
 
 // Kill stops the server with SIGKILL (no shutdown save) and waits until

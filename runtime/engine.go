@@ -242,6 +242,12 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		if cctx.Err() == nil || last == nil {
 			last = err
 		}
+		if permanentConnErr(err) {
+			// A refused login does not heal by retrying until the
+			// deadline: say so at once.
+			e.Close()
+			return nil, fmt.Errorf("runtime: Redis at %s refused the login: %w", e.addr, err)
+		}
 		if !sleepCtx(cctx, b.next()) {
 			e.Close()
 			if errors.Is(last, context.DeadlineExceeded) {
@@ -260,6 +266,22 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// permanentConnErr reports a Redis error that retrying the connection
+// cannot fix: wrong credentials (WRONGPASS, NOAUTH) or an ACL user lacking
+// a permission the runtime needs (NOPERM). The messages carry no password.
+func permanentConnErr(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := err.Error()
+	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+		if strings.HasPrefix(m, p) || strings.Contains(m, " "+p+" ") || strings.Contains(m, ": "+p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *Engine) closeServer() {

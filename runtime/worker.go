@@ -672,11 +672,15 @@ type prefetched struct {
 	// told: m is what the token told of its run (Worker.tokenMeta),
 	// enough for its own execution only; it is not kept for others.
 	told bool
+	// outs: the state fields the activation of the token's node reads
+	// (carry.go), nil for an absent one, when they were pre-read.
+	outs map[string]*string
 }
 
 // prefetch reads, in one pipelined round trip for a whole batch, what
-// handling each message reads first (by "stream id"): its run's meta and, for an exec
-// token, the execution's state. A message it could not read for (not a
+// handling each message reads first (by "stream id"): its run's meta, for an exec
+// token the execution's state, and the outputs its node's expressions read
+// when the token does not carry them (prefetchOuts). A message it could not read for (not a
 // token, or the pipeline failed) gets nothing and is read for on its own.
 func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*prefetched {
 	out := map[string]*prefetched{}
@@ -702,6 +706,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 		return nil
 	}
 	lean := map[string]bool{}
+	outs := map[string]*outsRead{} // by run and node (carry.go)
 	for _, p := range out {
 		if metas[p.tok.Run] == nil {
 			if inputs[p.tok.Run] {
@@ -713,6 +718,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 		if p.tok.Kind == "exec" && p.tok.Node != "" {
 			states[p] = pipe.HGet(ctx, w.ks.state(p.tok.Run), execKey(p.tok.Node, p.tok.Iter))
 		}
+		w.prefetchOuts(ctx, pipe, p, outs)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil
@@ -727,6 +733,9 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 			v := c.Val() // "" when the field does not exist
 			p.state = &v
 		}
+	}
+	for _, r := range outs {
+		r.done()
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -219,3 +220,30 @@ func (r *outsRead) done() {
 // joinFields is a gnode's rd as advance.lua takes it: comma-separated
 // (ids and field names hold no comma).
 func joinFields(f []string) string { return strings.Join(f, ",") }
+
+// An itemRead is the first read of an item token: its for_each
+// execution's state and the item's value and state.
+type itemRead struct {
+	state *redis.StringCmd
+	item  *redis.SliceCmd
+}
+
+// readItem adds an item token's first read to pipe.
+func (w *Worker) readItem(ctx context.Context, pipe redis.Pipeliner, tok *Token) *itemRead {
+	x := execKey(tok.Node, tok.Iter)
+	return &itemRead{
+		state: pipe.HGet(ctx, w.ks.state(tok.Run), x),
+		item:  pipe.HMGet(ctx, w.ks.items(tok.Run), fmt.Sprintf("%s|i|%d", x, tok.Item), fmt.Sprintf("%s|s|%d", x, tok.Item)),
+	}
+}
+
+// itemRead returns what prefetch read for an item token, or nil.
+func (p *prefetched) itemRead() *itemRead {
+	if p == nil || p.item == nil || p.item.item.Err() != nil || len(p.item.item.Val()) != 2 {
+		return nil
+	}
+	if err := p.item.state.Err(); err != nil && err != redis.Nil {
+		return nil
+	}
+	return p.item
+}

@@ -321,3 +321,55 @@ func TestCarryRedeliveryAndRetry(t *testing.T) {
 		}
 	})
 }
+
+// A for_each's items read the outputs their expressions name (pre-read
+// with the batch, or read), and the node behind it gets the collected list
+// in its token.
+func TestCarryForEach(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := lateEnv(t, b)
+		w := build(t, wfSpec{nodes: []*nodeSpec{
+			task("a", "count", with("items", konst("[1, 2, 3, 4, 5]")), with("k", konst("10"))),
+			task("each", "count", after("a"), forEach("x", "a.output.items", 2), with("v", cexpr("x * a.output.k"))),
+			task("sum", "late", after("each"), with("n", cexpr("each.output[0].v + each.output[4].v + size(each.output)"))),
+		}})
+		run := v.submit(w, nil)
+		_, _, tok := lateMsg(t, v, run)
+		if o := tok.Outs["out|each"]; o == nil || *o != `[{"v":10},{"v":20},{"v":30},{"v":40},{"v":50}]` || len(tok.Outs) != 1 {
+			t.Errorf("sum's token carries %s", dump(tok.Outs))
+		}
+		startLate(v)
+		st := v.wait(run)
+		if st.State != RunCompleted || string(st.Nodes["sum"].Output) != `{"n":65}` {
+			t.Fatalf("%s %s: sum's output %s", st.State, st.Error, st.Nodes["sum"].Output)
+		}
+	})
+}
+
+// Tokens carry stored values only: an output is masked before it is
+// stored, so a token carrying it holds the mask, never the secret; the
+// run's inputs, where secret values are resolved, are never carried.
+func TestCarrySecrets(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.Secrets = testSecrets(t) })
+		w := build(t, wfSpec{
+			inputs: []ir.Input{input("token", ir.KindSecret, `"API_TOKEN"`)},
+			nodes: []*nodeSpec{
+				task("a", "count", with("auth", tmpl("Bearer ", &ir.Expr{CEL: "input.token"}))),
+				task("b", "late", after("a"), with("copy", cexpr("a.output.auth")), with("raw", cexpr("input.token"))),
+			},
+		})
+		run := v.submit(w, nil)
+		_, msg, tok := lateMsg(t, v, run)
+		if o := tok.Outs["out|a"]; o == nil || *o != `{"auth":"Bearer ***"}` || len(tok.Outs) != 1 {
+			t.Errorf("b's token carries %s", dump(tok.Outs))
+		}
+		noSecretIn(t, "b's token", dump(msg.Values))
+		startLate(v, func(o *WorkerOptions) { o.Secrets = testSecrets(t) })
+		st := v.wait(run)
+		if st.State != RunCompleted || string(st.Nodes["b"].Output) != `{"copy":"Bearer ***","raw":"***"}` {
+			t.Fatalf("%s %s: b's output %s", st.State, st.Error, st.Nodes["b"].Output)
+		}
+	})
+}

@@ -986,16 +986,18 @@ func itemsHash(items []string) string {
 // item runs one for_each item.
 func (j *job) item() error {
 	k := j.tok.Item
-	pipe := j.w.st.rdb.Pipeline()
-	stc := pipe.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x)
-	itc := pipe.HMGet(j.ctx, j.w.ks.items(j.tok.Run), fmt.Sprintf("%s|i|%d", j.x, k), fmt.Sprintf("%s|s|%d", j.x, k))
-	if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
-		return err
+	r := j.pre.itemRead()
+	if r == nil {
+		pipe := j.w.st.rdb.Pipeline()
+		r = j.w.readItem(j.ctx, pipe, &j.tok)
+		if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
+			return err
+		}
 	}
-	vals := itc.Val()
+	vals := r.item.Val()
 	raw, _ := vals[0].(string)
 	ist, _ := vals[1].(string)
-	if stc.Val() != NodeRunning || (ist != "queued" && ist != "retrying") || raw == "" {
+	if r.state.Val() != NodeRunning || (ist != "queued" && ist != "retrying") || raw == "" {
 		return j.ack()
 	}
 	if j.poison > 0 {

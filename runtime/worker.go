@@ -675,12 +675,16 @@ type prefetched struct {
 	// outs: the state fields the activation of the token's node reads
 	// (carry.go), nil for an absent one, when they were pre-read.
 	outs map[string]*string
+	// item: an item token's for_each execution state and item record
+	// (job.item's first read), when they were pre-read.
+	item *itemRead
 }
 
 // prefetch reads, in one pipelined round trip for a whole batch, what
 // handling each message reads first (by "stream id"): its run's meta, for an exec
-// token the execution's state, and the outputs its node's expressions read
-// when the token does not carry them (prefetchOuts). A message it could not read for (not a
+// token the execution's state, for an item token its record (readItem),
+// and the outputs its node's expressions read when the token does not
+// carry them (prefetchOuts). A message it could not read for (not a
 // token, or the pipeline failed) gets nothing and is read for on its own.
 func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*prefetched {
 	out := map[string]*prefetched{}
@@ -717,6 +721,9 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 		}
 		if p.tok.Kind == "exec" && p.tok.Node != "" {
 			states[p] = pipe.HGet(ctx, w.ks.state(p.tok.Run), execKey(p.tok.Node, p.tok.Iter))
+		}
+		if p.tok.Kind == "item" && p.tok.Node != "" {
+			p.item = w.readItem(ctx, pipe, &p.tok)
 		}
 		w.prefetchOuts(ctx, pipe, p, outs)
 	}

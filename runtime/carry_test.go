@@ -373,3 +373,14 @@ func TestCarrySecrets(t *testing.T) {
 		}
 	})
 }
+
+// The scripts bound what a token carries as the runtime says (carryMax).
+func TestCarryMaxAgrees(t *testing.T) {
+	src, err := ScriptSource("advance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("local CARRYMAX = %d\n", carryMax); !strings.Contains(src, want) {
+		t.Errorf("step.lua does not define %q", want)
+	}
+}

@@ -112,6 +112,24 @@ func (p *plan) finishIDs() []string {
 // finishFields are the fields a finish token's activation reads.
 func (p *plan) finishFields() []string { return p.outFields("", p.finishIDs()) }
 
+// carriesAll reports whether an exec token brings all that its node's
+// evaluation reads but the meta the token tells (Worker.tokenMeta): a task
+// without for_each (a for_each, a human, agent or flow node reads more of
+// the run's meta), whose expressions do not read input, and whose token
+// carries every field they read.
+func (p *plan) carriesAll(tok *Token) bool {
+	n := p.nodes[tok.Node]
+	if n == nil || n.Human != nil || n.Agent != nil || n.Flow != nil || n.ForEach != nil || p.readsInput(tok.Node, "exec") {
+		return false
+	}
+	f := p.nodeFields(tok.Node)
+	if len(f) == 0 {
+		return true
+	}
+	_, ok := lookupFields(tok.Outs, f)
+	return ok
+}
+
 // knownOutputs returns the values of fields (as HMGET replies them: a
 // string, or nil for an absent field) when the token carries them all or
 // the worker pre-read them all; ok is false otherwise.
@@ -148,7 +166,8 @@ func lookupFields(m map[string]*string, fields []string) ([]any, bool) {
 
 // prefetchOuts adds to a prefetch's pipeline the read of the fields the
 // activation of p's token reads, when the worker knows the run's plan (it
-// keeps its meta) and the token does not carry them; reads holds one read
+// keeps its meta, or the plan of the graph the token names) and the token
+// does not carry them; reads holds one read
 // per run and node, shared by the batch's messages.
 func (w *Worker) prefetchOuts(ctx context.Context, pipe redis.Pipeliner, p *prefetched, reads map[string]*outsRead) {
 	switch p.tok.Kind {
@@ -160,11 +179,14 @@ func (w *Worker) prefetchOuts(ctx context.Context, pipe redis.Pipeliner, p *pref
 	default:
 		return
 	}
-	m := w.fresh.kept(p.tok.Run)
-	if m == nil {
-		return
+	// The run's plan: of the meta the worker keeps, else of the graph the
+	// token names (exec and finish tokens).
+	var pl *plan
+	if m := w.fresh.kept(p.tok.Run); m != nil {
+		pl = w.st.plan(m.IR)
+	} else if dot := strings.LastIndexByte(p.tok.Graph, '.'); dot > 0 {
+		pl, _ = w.st.cached(p.tok.Graph[:dot], w.ks.graph(w.ks.shard(p.tok.Run), p.tok.Graph))
 	}
-	pl := w.st.plan(m.IR)
 	if pl == nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -382,5 +383,45 @@ func TestCarryMaxAgrees(t *testing.T) {
 	}
 	if want := fmt.Sprintf("local CARRYMAX = %d\n", carryMax); !strings.Contains(src, want) {
 		t.Errorf("step.lua does not define %q", want)
+	}
+}
+
+// A fresh exec token of a run the worker has not seen runs without its
+// pre-read when it carries all its node reads: a task whose expressions
+// read no input, without for_each, its token carrying every field.
+func TestCarriesAll(t *testing.T) {
+	w := build(t, wfSpec{
+		inputs: []ir.Input{input("n", ir.KindInt, "1")},
+		nodes: []*nodeSpec{
+			task("a", "count", with("v", konst("1"))),
+			task("b", "count", after("a"), with("v", cexpr("a.output.v + 1"))),
+			task("c", "count", after("a"), with("v", cexpr("a.output.v + input.n"))),
+			task("d", "count", after("a"), forEach("x", "[1, 2]", 1), with("v", cexpr("x + a.output.v"))),
+			task("e", "count", after("a"), with("v", cexpr("1 + 2"))),
+		},
+	})
+	p, err := newPlan(w, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := map[string]*string{"out|a": strp(`{"v":1}`)}
+	for _, c := range []struct {
+		node string
+		outs map[string]*string
+		want bool
+	}{
+		{"b", outs, true}, {"b", nil, false}, {"b", map[string]*string{"out|x": nil}, false},
+		{"c", outs, false}, {"d", outs, false}, {"e", nil, true},
+	} {
+		tok := &Token{Kind: "exec", Node: c.node, Outs: c.outs}
+		if got := p.carriesAll(tok); got != c.want {
+			t.Errorf("%s carrying %v: %v, want %v", c.node, c.outs, got, c.want)
+		}
+	}
+	if g := p.graph["b"]; !slices.Equal(g.Rd, []string{"out|a"}) {
+		t.Errorf("b's rd %v", g.Rd)
+	}
+	if g := p.graph["e"]; len(g.Rd) != 0 {
+		t.Errorf("e's rd %v", g.Rd)
 	}
 }

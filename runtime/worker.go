@@ -535,14 +535,15 @@ func (w *Worker) readArgs(streamArgs []string, n int, block time.Duration) *redi
 // needs, from the token (graph suffix, hop limit, generation) and what the
 // worker keeps (the plan of the graph's IR, the graph's queues), without
 // reading Redis: for a node without expressions, which needs neither the
-// run's inputs nor anything else of its meta. Else nil (pre-read).
+// run's inputs nor anything else of its meta, or one whose token carries
+// all its expressions read (plan.carriesAll). Else nil (pre-read).
 func (w *Worker) tokenMeta(tok *Token) *runMeta {
 	dot := strings.LastIndexByte(tok.Graph, '.')
 	if dot <= 0 || tok.MaxHops < 0 {
 		return nil
 	}
 	p, gq := w.st.cached(tok.Graph[:dot], w.ks.graph(w.ks.shard(tok.Run), tok.Graph))
-	if p == nil || p.nodes[tok.Node] == nil || p.hasExprs(tok.Node) {
+	if p == nil || p.nodes[tok.Node] == nil || p.hasExprs(tok.Node) && !p.carriesAll(tok) {
 		return nil
 	}
 	return &runMeta{

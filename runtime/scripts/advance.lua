@@ -232,7 +232,7 @@ for i = 1, 2 * dc + 1, 2 do
 end
 call('XACK', qmsg, GROUP, mid)
 if finishing then
-  call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen))
+  call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen, gs, mh))
   stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)
 elseif ends then
   stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)

@@ -65,7 +65,8 @@ end
 -- JSON escaping (the runtime checks run and node ids). An exec token also
 -- carries its run's graph suffix g and hop limit mh (meta fields graph and
 -- max_hops), so that a worker can run a fresh one without reading the
--- run's meta first. hop, attempt, item, gen and mh may be numbers or
+-- run's meta first; a finish token too, so that a worker knows which
+-- outputs to pre-read for it. hop, attempt, item, gen and mh may be numbers or
 -- their strings (the fast paths pass strings: see itos). o, when given,
 -- is the JSON object of the state fields an exec token carries (carry).
 local function tokenjson(kind, run, n, vec, hop, attempt, item, gen, g, mh, o)
@@ -73,6 +74,8 @@ local function tokenjson(kind, run, n, vec, hop, attempt, item, gen, g, mh, o)
     '","hop":' .. hop .. ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen
   if kind == 'exec' then
     if o then return t .. ',"g":"' .. g .. '","mh":' .. mh .. ',"o":' .. o .. '}' end
+    return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
+  elseif kind == 'finish' and g and g ~= '' then
     return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
   end
   return t .. '}'

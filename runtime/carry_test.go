@@ -389,7 +389,7 @@ func TestCarryMaxAgrees(t *testing.T) {
 // A fresh exec token of a run the worker has not seen runs without its
 // pre-read when it carries all its node reads: a task whose expressions
 // read no input, without for_each, its token carrying every field.
-func TestCarriesAll(t *testing.T) {
+func TestCarryTold(t *testing.T) {
 	w := build(t, wfSpec{
 		inputs: []ir.Input{input("n", ir.KindInt, "1")},
 		nodes: []*nodeSpec{

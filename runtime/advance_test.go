@@ -208,7 +208,7 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 		before := snapshot()
 		mq, ctl := ref.queueIndex(ControlQueue), ref.queueIndex(ControlQueue)
 		akeys := v.e.st.ks.advanceKeys(run, ref.queues)
-		good := []any{"a", "{}", 2, 0, nowMS(), mq, msgs[0].ID, run, ctl, "0", 1 << 20, "b", mq, 0, "c", mq, 0}
+		good := []any{"a", "{}", 2, 0, nowMS(), mq, msgs[0].ID, run, ctl, "0", 1 << 20, "b", mq, 0, "", "c", mq, 0, ""}
 		// set returns a copy of args with args[i] = val.
 		set := func(args []any, i int, val any) []any {
 			a := slices.Clone(args)
@@ -225,12 +225,12 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			"control queue index":  with(8, 99),
 			"state limit":          with(10, "x"),
 			"successor queue":      with(12, 99),
-			"successor queue text": with(15, "x"),
-			"successor queue zero": with(15, 0),
+			"successor queue text": with(16, "x"),
+			"successor queue zero": with(16, 0),
 			"fractional queue":     with(5, "1.5"),
 			"fractional successor": with(12, "1.5"),
-			"join size":            append(slices.Clone(good[:11]), "d", mq, "x"),
-			"fractional join size": append(slices.Clone(good[:11]), "d", mq, "1.5"),
+			"join size":            append(slices.Clone(good[:11]), "d", mq, "x", ""),
+			"fractional join size": append(slices.Clone(good[:11]), "d", mq, "1.5", ""),
 		} {
 			err := v.e.st.scripts["advance"].Run(v.ctx, v.e.st.rdb, akeys, args...).Err()
 			if err == nil || !strings.Contains(err.Error(), "bad advance call") {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/ir"
 )
 
 // A message skips its pre-read only when it is a fresh exec token of a run
@@ -150,14 +152,15 @@ func TestDeferral(t *testing.T) {
 // graph a worker keeps is the run's meta, as far as running a node without
 // expressions needs it: the same graph, queues (their order names the
 // scripts' keys), IR, workflow and hop limit. start.lua and begin.lua
-// write such tokens alike; a node with expressions needs the pre-read.
+// write such tokens alike; a node whose expressions read input needs the
+// pre-read (one reading only outputs its token carries does not: carry.go).
 func TestTokenMeta(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		for _, general := range []bool{false, true} {
 			v := newEnv(t, b, Options{Queues: map[string]string{"special": "gpu", "other": "aaa"}, MaxHops: 77, generalOnly: general})
 			w := v.e.NewWorker(WorkerOptions{Handlers: v.reg})
-			flow := build(t, wfSpec{nodes: []*nodeSpec{
-				task("a", "noop"), task("x", "cel", with("v", cexpr("1"))),
+			flow := build(t, wfSpec{inputs: []ir.Input{input("n", ir.KindInt, "1")}, nodes: []*nodeSpec{
+				task("a", "noop"), task("x", "cel", with("v", cexpr("input.n"))),
 				task("b", "special", after("a")), task("c", "other", after("b")),
 			}})
 			run := v.submit(flow, nil)
@@ -213,7 +216,7 @@ func TestTokenMeta(t *testing.T) {
 				t.Errorf("queues %q", meta["queues"])
 			}
 			if m := w.tokenMeta(toks["x"]); m != nil {
-				t.Errorf("a node with expressions told %v", m)
+				t.Errorf("a node whose expressions read input told %v", m)
 			}
 		}
 	})

@@ -35,6 +35,10 @@ type gnode struct {
 	Loops []string `json:"loops,omitempty"` // loop nodes whose body holds the node, outer first
 	Back  string   `json:"back,omitempty"`  // back_to of a loop node
 	CQ    string   `json:"cq,omitempty"`    // queue of the compensate handler, if any
+	// Rd: the state fields the node's activation reads (outputs of the
+	// nodes its expressions name, ...: plan.carryFields), which the
+	// scripts copy into its exec tokens (lib.lua's dispatch).
+	Rd []string `json:"rd,omitempty"`
 }
 
 type graphInfo struct {
@@ -78,6 +82,7 @@ type simpleSucc struct {
 	id   string
 	nin  int
 	mode string
+	rd   string // its gnode's rd, comma-separated (advance.lua)
 }
 
 // simpleSuccessors returns the successors of node id, in edge order, when
@@ -107,7 +112,7 @@ func (p *plan) simpleSuccessors(id string) ([]simpleSucc, bool) {
 					break
 				}
 				seen[e[0]] = true
-				list = append(list, simpleSucc{e[0], len(t.In), t.Join})
+				list = append(list, simpleSucc{e[0], len(t.In), t.Join, joinFields(t.Rd)})
 			}
 			if list != nil {
 				p.simple[nid] = list
@@ -280,6 +285,9 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 	// (step.lua).
 	p.suffix = hash + "." + qh
 	p.cel = newCELCache(p)
+	for id, g := range p.graph {
+		g.Rd = p.carryFields(id)
+	}
 	return p, nil
 }
 

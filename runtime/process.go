@@ -46,6 +46,11 @@ type Token struct {
 	// (freshness).
 	Graph   string `json:"g,omitempty"`
 	MaxHops int    `json:"mh,omitempty"`
+	// Outs (exec tokens the scripts write, when small enough) are the
+	// state fields the node's activation reads — out|<id>, it|<id>,
+	// er|<id> — as they were when the token was queued, nil for a field
+	// that was absent: the node's inputs travel with it (carry.go).
+	Outs map[string]*string `json:"o,omitempty"`
 }
 
 // A job is the handling of one message.
@@ -326,7 +331,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	args := make([]any, 0, 11+3*len(succ))
+	args := make([]any, 0, 12+4*len(succ))
 	outputs := "0"
 	if len(j.p.w.Outputs) > 0 || len(j.p.w.Goals) > 0 || j.p.w.Finally != nil {
 		outputs = "1"
@@ -341,7 +346,7 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 		if s.mode == ir.JoinAny {
 			nin = -nin
 		}
-		args = append(args, s.id, q, nin)
+		args = append(args, s.id, q, nin, s.rd)
 	}
 	args = append(args, j.m.Graph) // the graph decided from (a patch may change it)
 	reply, err := j.batched(j.w.st.scripts["advance"], j.w.st.ks.advanceKeys(j.ref.id, j.ref.queues), args...)
@@ -367,27 +372,20 @@ func (j *job) abort(reason, x string) error {
 
 // outputs reads the latest outputs of the given nodes and, for the loop
 // nodes among them that do not enclose this execution, the number of
-// iterations they ran, under "it|<id>" (iterField).
+// iterations they ran, under "it|<id>" (iterField). What the token carries
+// or the worker pre-read with it is not read again (carry.go).
 func (j *job) outputs(ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	fields := make([]string, len(ids), len(ids)+1)
-	for i, id := range ids {
-		fields[i] = outField(id)
-	}
-	for _, id := range ids {
-		if n := j.p.nodes[id]; n != nil && n.Loop != nil && j.loopIndex(id) < 0 {
-			fields = append(fields, iterField(id))
+	fields := j.p.outFields(j.tok.Node, ids)
+	vals, ok := j.knownOutputs(fields)
+	if !ok {
+		var err error
+		if vals, err = j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), fields...).Result(); err != nil {
+			return nil, err
 		}
-		if n := j.p.nodes[id]; n != nil && len(n.OnError) > 0 {
-			fields = append(fields, errField(id))
-		}
-	}
-	vals, err := j.w.st.rdb.HMGet(j.ctx, j.w.ks.state(j.tok.Run), fields...).Result()
-	if err != nil {
-		return nil, err
 	}
 	for i, v := range vals {
 		if s, ok := v.(string); ok {
@@ -988,16 +986,18 @@ func itemsHash(items []string) string {
 // item runs one for_each item.
 func (j *job) item() error {
 	k := j.tok.Item
-	pipe := j.w.st.rdb.Pipeline()
-	stc := pipe.HGet(j.ctx, j.w.ks.state(j.tok.Run), j.x)
-	itc := pipe.HMGet(j.ctx, j.w.ks.items(j.tok.Run), fmt.Sprintf("%s|i|%d", j.x, k), fmt.Sprintf("%s|s|%d", j.x, k))
-	if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
-		return err
+	r := j.pre.itemRead()
+	if r == nil {
+		pipe := j.w.st.rdb.Pipeline()
+		r = j.w.readItem(j.ctx, pipe, &j.tok)
+		if _, err := pipe.Exec(j.ctx); err != nil && err != redis.Nil {
+			return err
+		}
 	}
-	vals := itc.Val()
+	vals := r.item.Val()
 	raw, _ := vals[0].(string)
 	ist, _ := vals[1].(string)
-	if stc.Val() != NodeRunning || (ist != "queued" && ist != "retrying") || raw == "" {
+	if r.state.Val() != NodeRunning || (ist != "queued" && ist != "retrying") || raw == "" {
 		return j.ack()
 	}
 	if j.poison > 0 {
@@ -1280,10 +1280,7 @@ func (j *job) compensate() error {
 
 // finish evaluates the workflow outputs into the run's result.
 func (j *job) finish() error {
-	ids := make([]string, len(j.p.w.Nodes))
-	for i := range j.p.w.Nodes {
-		ids[i] = j.p.w.Nodes[i].ID
-	}
+	ids := j.p.finishIDs()
 	type args struct {
 		base
 		Gen      int    `json:"gen"`

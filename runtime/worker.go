@@ -615,14 +615,15 @@ func (w *Worker) readArgs(streamArgs []string, n int, block time.Duration) *redi
 // needs, from the token (graph suffix, hop limit, generation) and what the
 // worker keeps (the plan of the graph's IR, the graph's queues), without
 // reading Redis: for a node without expressions, which needs neither the
-// run's inputs nor anything else of its meta. Else nil (pre-read).
+// run's inputs nor anything else of its meta, or one whose token carries
+// all its expressions read (plan.carriesAll). Else nil (pre-read).
 func (w *Worker) tokenMeta(tok *Token) *runMeta {
 	dot := strings.LastIndexByte(tok.Graph, '.')
 	if dot <= 0 || tok.MaxHops < 0 {
 		return nil
 	}
 	p, gq := w.st.cached(tok.Graph[:dot], w.ks.graph(w.ks.shard(tok.Run), tok.Graph))
-	if p == nil || p.nodes[tok.Node] == nil || p.hasExprs(tok.Node) {
+	if p == nil || p.nodes[tok.Node] == nil || p.hasExprs(tok.Node) && !p.carriesAll(tok) {
 		return nil
 	}
 	return &runMeta{
@@ -759,11 +760,19 @@ type prefetched struct {
 	// told: m is what the token told of its run (Worker.tokenMeta),
 	// enough for its own execution only; it is not kept for others.
 	told bool
+	// outs: the state fields the activation of the token's node reads
+	// (carry.go), nil for an absent one, when they were pre-read.
+	outs map[string]*string
+	// item: an item token's for_each execution state and item record
+	// (job.item's first read), when they were pre-read.
+	item *itemRead
 }
 
 // prefetch reads, in one pipelined round trip for a whole batch, what
-// handling each message reads first (by "stream id"): its run's meta and, for an exec
-// token, the execution's state. A message it could not read for (not a
+// handling each message reads first (by "stream id"): its run's meta, for an exec
+// token the execution's state, for an item token its record (readItem),
+// and the outputs its node's expressions read when the token does not
+// carry them (prefetchOuts). A message it could not read for (not a
 // token, or the pipeline failed) gets nothing and is read for on its own.
 func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*prefetched {
 	out := map[string]*prefetched{}
@@ -789,6 +798,7 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 		return nil
 	}
 	lean := map[string]bool{}
+	outs := map[string]*outsRead{} // by run and node (carry.go)
 	for _, p := range out {
 		if metas[p.tok.Run] == nil {
 			if inputs[p.tok.Run] {
@@ -800,6 +810,10 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 		if p.tok.Kind == "exec" && p.tok.Node != "" {
 			states[p] = pipe.HGet(ctx, w.ks.state(p.tok.Run), execKey(p.tok.Node, p.tok.Iter))
 		}
+		if p.tok.Kind == "item" && p.tok.Node != "" {
+			p.item = w.readItem(ctx, pipe, &p.tok)
+		}
+		w.prefetchOuts(ctx, pipe, p, outs)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil
@@ -814,6 +828,9 @@ func (w *Worker) prefetch(ctx context.Context, res []redis.XStream) map[string]*
 			v := c.Val() // "" when the field does not exist
 			p.state = &v
 		}
+	}
+	for _, r := range outs {
+		r.done()
 	}
 	return out
 }

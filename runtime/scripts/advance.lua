@@ -26,9 +26,10 @@
 --       (0: none; an output that would take run|bytes, the bytes of the
 --       values the run stored, over it goes to complete, which refuses
 --       it), then for each successor, in
---       the order of the node's edges: its id, the index of its queue, and
+--       the order of the node's edges: its id, the index of its queue,
 --       its number of incoming edges if it is a join, negative for a join
---       any (else 0).
+--       any (else 0), and the state fields its token carries (its graph
+--       field rd, comma-separated; '' for none: step.lua's carry).
 -- Written for Redis's Lua, where every redis.call costs about 1 µs, a
 -- table 0.15 µs, a call of a built-in function (tonumber, math.floor,
 -- tostring) 0.1 to 0.3 µs and a number turned into a string 0.3 µs
@@ -45,14 +46,14 @@ local na = #A
 -- successors from: a run patched since (patch.lua) takes complete, whose
 -- header refuses a stale graph.
 local gexp = nil
-if na > 11 and (na - 11) % 3 == 1 then gexp = A[na]; na = na - 1 end
-local n = (na - 11) / 3
+if na > 11 and (na - 11) % 4 == 1 then gexp = A[na]; na = na - 1 end
+local n = (na - 11) / 4
 local mq = tonumber(A[6])
 local qmsg = mq and mq > 0 and mq % 1 == 0 and KEYS[2 + mq]
 -- The control queue is most often the message's.
 local ctl = A[9] == A[6] and mq or tonumber(A[9])
 local maxst = tonumber(A[11])
-if na < 11 or (na - 11) % 3 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] or not maxst then
+if na < 11 or (na - 11) % 4 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] or not maxst then
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
@@ -67,15 +68,35 @@ local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops',
   COUNTER, 'run|aux', node, 'run|bytes', nil, nil, nil, nil, nil}
 local nf = 12
 for i = 1, n do
-  local id = A[9 + 3 * i]
+  local id = A[8 + 4 * i]
   nf = nf + 1
   f[nf] = id
-  if A[11 + 3 * i] ~= '0' then
+  if A[10 + 4 * i] ~= '0' then
     f[nf + 1] = id .. '|' .. node .. '|after'
     f[nf + 2] = id .. '|#f'
     f[nf + 3] = id .. '|#n'
     f[nf + 4] = id .. '|#r'
     nf = nf + 4
+  end
+end
+-- The fields the successors' tokens carry (step.lua's carry), read with
+-- the rest, after it: cf[i] lists successor i's, at[field] is a field's
+-- index in r. The node's own output is the one this script writes.
+local cf, at, own = {}, {}, 'out|' .. node
+for i = 1, n do
+  local spec = A[11 + 4 * i]
+  if spec ~= '' then
+    local list, k = {}, 0
+    for fl in string.gmatch(spec, '[^,]+') do
+      k = k + 1
+      list[k] = fl
+      if fl ~= own and not at[fl] then
+        nf = nf + 1
+        f[nf] = fl
+        at[fl] = nf - 2
+      end
+    end
+    cf[i] = list
   end
 end
 local r = bigcall(f, nf)
@@ -111,9 +132,9 @@ local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, 'run|bytes'
 local ns, nexts, toks, dc, j = 8, {}, {}, -1, 10
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
-  local id, fire = A[9 + 3 * i], true
+  local id, fire = A[8 + 4 * i], true
   j = j + 1
-  local js = A[11 + 3 * i]
+  local js = A[10 + 4 * i]
   if js ~= '0' then
     -- A join: its number of incoming edges, negative for a join any.
     local nin = tonumber(js)
@@ -142,7 +163,7 @@ for i = 1, n do
   end
   if fire and not r[j] then
     -- The successor's queue is most often the message's.
-    local qa, q = A[10 + 3 * i], qmsg
+    local qa, q = A[9 + 4 * i], qmsg
     if qa ~= A[6] then
       q = tonumber(qa)
       q = q and q > 0 and q % 1 == 0 and KEYS[2 + q]
@@ -157,7 +178,15 @@ for i = 1, n do
     ns = ns + 4
     nexts[dc + 1] = id .. ':' .. nh
     toks[2 * dc + 1] = q
-    toks[2 * dc + 2] = tokenjson('exec', run, id, '', nh, '1', '-1', gen, gs, mh)
+    local o, list = nil, cf[i]
+    if list then
+      local vals = {}
+      for k, fl in ipairs(list) do
+        if fl == own then vals[k] = out else vals[k] = r[at[fl]] end
+      end
+      o = carry(list, vals, #list)
+    end
+    toks[2 * dc + 2] = tokenjson('exec', run, id, '', nh, '1', '-1', gen, gs, mh, o)
   end
   if js ~= '0' then j = j + 4 end
 end
@@ -203,7 +232,7 @@ for i = 1, 2 * dc + 1, 2 do
 end
 call('XACK', qmsg, GROUP, mid)
 if finishing then
-  call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen))
+  call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen, gs, mh))
   stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)
 elseif ends then
   stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)

@@ -193,8 +193,8 @@ local function unfold()
   for _, e in ipairs(f.buf) do writeevent(e[1], e[2], e[3]) end
 end
 
-local function token(kind, n, vec, hop, attempt, item)
-  return tokenjson(kind, RUN, n, vec, hop, attempt, item, GEN, GSFX, MAXHOPS)
+local function token(kind, n, vec, hop, attempt, item, o)
+  return tokenjson(kind, RUN, n, vec, hop, attempt, item, GEN, GSFX, MAXHOPS, o)
 end
 
 local function deadline_member() return deadlinejson(RUN, GEN) end
@@ -214,7 +214,12 @@ local function dispatch(n, vec, hop)
   if redis.call('HEXISTS', STATE, x) == 1 then return end
   local g = gnode(n)
   redis.call('HSET', STATE, x, 'queued', 'hop|' .. x, tostring(hop))
-  redis.call('XADD', qstream(g.q), '*', 't', token('exec', n, vec, hop, 1, -1))
+  -- The fields its activation reads (graph field rd) travel with the
+  -- token, as they are now (step.lua's carry).
+  local o = nil
+  local rd = g.rd
+  if rd and #rd > 0 then o = carry(rd, redis.call('HMGET', STATE, unpack(rd)), #rd) end
+  redis.call('XADD', qstream(g.q), '*', 't', token('exec', n, vec, hop, 1, -1, o))
   if FOLD then
     FOLD.next[#FOLD.next + 1] = x .. ':' .. tostring(hop)
     DC = DC + 1

@@ -65,15 +65,45 @@ end
 -- JSON escaping (the runtime checks run and node ids). An exec token also
 -- carries its run's graph suffix g and hop limit mh (meta fields graph and
 -- max_hops), so that a worker can run a fresh one without reading the
--- run's meta first. hop, attempt, item, gen and mh may be numbers or
--- their strings (the fast paths pass strings: see itos).
-local function tokenjson(kind, run, n, vec, hop, attempt, item, gen, g, mh)
+-- run's meta first; a finish token too, so that a worker knows which
+-- outputs to pre-read for it. hop, attempt, item, gen and mh may be numbers or
+-- their strings (the fast paths pass strings: see itos). o, when given,
+-- is the JSON object of the state fields an exec token carries (carry).
+local function tokenjson(kind, run, n, vec, hop, attempt, item, gen, g, mh, o)
   local t = '{"kind":"' .. kind .. '","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec ..
     '","hop":' .. hop .. ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen
   if kind == 'exec' then
+    if o then return t .. ',"g":"' .. g .. '","mh":' .. mh .. ',"o":' .. o .. '}' end
+    return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
+  elseif kind == 'finish' and g and g ~= '' then
     return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
   end
   return t .. '}'
+end
+
+-- CARRYMAX: the bytes of values an exec token carries at most
+-- (runtime.carryMax); over it the token carries none, and the worker
+-- reads them.
+local CARRYMAX = 4096
+
+-- carry returns the JSON object an exec token carries: the state fields
+-- named in fields[1..n] (an execution's inputs: the outputs its node's
+-- expressions read, docs/runtime.md "Tokens") with their values vals[1..n]
+-- (false: absent, as HMGET replies), or nil when the values are larger
+-- than CARRYMAX. Field names need no escaping (node ids).
+local function carry(fields, vals, n)
+  local parts, size = {}, 0
+  for i = 1, n do
+    local v = vals[i]
+    if v then
+      size = size + #v
+      if size > CARRYMAX then return nil end
+      parts[i] = '"' .. fields[i] .. '":' .. cjson.encode(v)
+    else
+      parts[i] = '"' .. fields[i] .. '":null'
+    end
+  end
+  return '{' .. table.concat(parts, ',', 1, n) .. '}'
 end
 
 -- deadlinejson is the timer entry of a run's deadline (a token of kind

@@ -466,3 +466,70 @@ func TestAgentWorkerTools(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentDelegatedRunEndsWithParent: a run an agent delegated with
+// delegate_to_agent (wait false) is a child of the delegating run, as a
+// flow node's child is: cancelling the parent cancels it, and so does the
+// parent's end while it still runs — failed, or completed. The parent's
+// status lists it among its children.
+func TestAgentDelegatedRunEndsWithParent(t *testing.T) {
+	for _, c := range []struct {
+		name, then string // then: the handler of the node after the agent
+		want       string
+	}{
+		{"cancel", "block", RunCancelled},
+		{"fail", "perm", RunFailed},
+		{"complete", "count", RunCompleted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forBackends(t, func(t *testing.T, b backend) {
+				v := newEnv(t, b)
+				ctx := context.Background()
+				// The delegated workflow blocks until cancelled.
+				sub := build(t, wfSpec{name: "helper", nodes: []*nodeSpec{task("h", "block")}})
+				if _, err := v.e.Deploy(ctx, sub, "helper", "test"); err != nil {
+					t.Fatal(err)
+				}
+				f := &agent.Fake{Answers: []agent.FakeAnswer{
+					{Turn: 1, ToolCalls: []agent.FakeToolCall{{Name: "delegate_to_agent", Arguments: json.RawMessage(`{"kind":"workflow","target":"helper","wait":false}`)}}},
+					{Turn: 2, Routes: []string{"a"}},
+				}}
+				client := fakeModel(t, f, 0)
+				ts, err := tools.NewWorker(tools.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v.worker(func(o *WorkerOptions) { o.Model, o.Tools = client, ts })
+				w := build(t, wfSpec{nodes: []*nodeSpec{
+					agentNode("qualify", ir.Agent{Prompt: tmpl("go"), Routes: []string{"a"}, Tools: []string{"delegate_to_agent"}}),
+					task("a", c.then),
+				}})
+				run := v.submit(w, nil)
+				var st *Status
+				if c.name == "cancel" {
+					v.waitStarted() // the delegated run's h and the parent's a
+					v.waitStarted()
+					if err := v.e.Cancel(ctx, run); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st = v.wait(run)
+				if st.State != c.want {
+					t.Fatalf("parent %s (%s), want %s", st.State, st.Error, c.want)
+				}
+				runs, err := v.e.TagRuns(ctx, "helper")
+				if err != nil || len(runs) != 1 {
+					t.Fatalf("delegated runs %v %v, want one", dump(runs), err)
+				}
+				kid := runs[0].RunID
+				if x, ok := st.Children[kid]; !ok || x != "qualify" {
+					t.Errorf("parent's children %v: no %s of qualify", st.Children, kid)
+				}
+				if ks := v.wait(kid); ks.State != RunCancelled || !strings.Contains(ks.Error, "parent run "+run) {
+					t.Errorf("delegated run %s (%s), want cancelled with its parent", ks.State, ks.Error)
+				}
+				waitNoPending(t, v.e)
+			})
+		})
+	}
+}

@@ -533,3 +533,66 @@ func TestAgentDelegatedRunEndsWithParent(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentRecordCountsInStateBytes: an agent's recorded decision (ag|x)
+// is a value the run stores, counted in run|bytes and bounded by
+// max_state_bytes like the outputs: a run whose budget fits everything
+// but one byte fails with code state, and a decision that does not fit is
+// not recorded at all.
+func TestAgentRecordCountsInStateBytes(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.Model = fakeModel(t, &agent.Fake{}, 0) })
+		wf := func(limit int) *ir.Workflow {
+			return build(t, wfSpec{set: ir.Settings{MaxStateBytes: limit}, nodes: []*nodeSpec{
+				agentNode("qualify", ir.Agent{Prompt: tmpl("go"), Routes: []string{"a"}}),
+				task("a", "count", with("n", konst(`1`)), after("qualify")),
+			}})
+		}
+		state := func(run string) map[string]string {
+			h, err := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.state(run)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		// Unbounded: run|bytes is exactly the stored values, record included.
+		st := v.run(wf(0), nil)
+		if st.State != RunCompleted {
+			t.Fatalf("%s %s", st.State, st.Error)
+		}
+		h := state(st.RunID)
+		stored := len(h["run|result"])
+		for k, val := range h {
+			if strings.HasPrefix(k, "out|") || strings.HasPrefix(k, "ag|") {
+				stored += len(val)
+			}
+		}
+		total, _ := runBytes(t, v, st.RunID)
+		dec := len(h["ag|qualify"])
+		if dec == 0 || total != int64(stored) {
+			t.Fatalf("run|bytes %d, the stored values (decision of %d bytes included) %d: %v", total, dec, stored, h)
+		}
+		// A budget of exactly that fits; one byte less does not.
+		if st := v.run(wf(int(total)), nil); st.State != RunCompleted {
+			t.Errorf("max_state_bytes %d: %s %s", total, st.State, st.Error)
+		}
+		// (The last value written, a's output, is the one that no longer fits.)
+		st = v.run(wf(int(total)-1), nil)
+		if n := st.Nodes["a"]; st.State != RunFailed || n == nil || n.Code != CodeState || !strings.Contains(st.Error, "(max_state_bytes)") {
+			t.Errorf("max_state_bytes %d: %s %q %+v, want code state", total-1, st.State, st.Error, n)
+		}
+		// A decision larger than the budget is refused before it is written.
+		st = v.run(wf(dec-1), nil)
+		if n := st.Nodes["qualify"]; st.State != RunFailed || n == nil || n.Code != CodeState || !strings.Contains(st.Error, "the decision of agent qualify") {
+			t.Errorf("max_state_bytes %d: %s %q %+v, want the decision refused", dec-1, st.State, st.Error, n)
+		}
+		h = state(st.RunID)
+		if rec, ok := h["ag|qualify"]; ok {
+			t.Errorf("a decision of %d bytes was recorded over max_state_bytes %d: %s", len(rec), dec-1, rec)
+		}
+		if used, _ := runBytes(t, v, st.RunID); used > int64(dec-1) {
+			t.Errorf("run|bytes %d over max_state_bytes %d", used, dec-1)
+		}
+	})
+}

@@ -76,9 +76,8 @@ func manyUnknown(n int) []byte {
 // reported, the first ones with a hint.
 func TestLimitDidYouMeanBounded(t *testing.T) {
 	src := manyUnknown(10_000)
-	start := time.Now()
-	r := Compile("many.wf", src, Config{})
-	elapsed := time.Since(start)
+	var r *Result
+	cpu, measured := threadCPU(func() { r = Compile("many.wf", src, Config{}) })
 	unknown, hinted := 0, 0
 	for _, d := range r.Diags {
 		if d.Code == diag.UnknownNode {
@@ -102,10 +101,13 @@ func TestLimitDidYouMeanBounded(t *testing.T) {
 	if d := r.Diags[0]; d.Code != diag.UnknownNode || d.Hint == "" {
 		t.Errorf("the first unknown name has no hint: %v", d)
 	}
-	// Generous: it takes about 0.3 s; the machine may be shared.
-	if elapsed > 3*time.Second {
-		t.Errorf("compiling 10,000 unknown names took %v, want well under 3 s", elapsed)
+	// The work, as the CPU time of the compiling thread: about 0.3 s
+	// (12.7 s without the bound). Not the wall-clock time, which a loaded
+	// machine stretches (it failed in CI under load).
+	if measured && cpu > 3*time.Second {
+		t.Errorf("compiling 10,000 unknown names took %v of CPU time, want well under 3 s", cpu)
 	}
+	t.Logf("%v of CPU time", cpu)
 }
 
 func BenchmarkLimitDidYouMean(b *testing.B) {

@@ -15,8 +15,8 @@ import (
 
 // Agent nodes (docs/agents.md): the worker renders the prompt, holds the
 // model conversation (runtime/agent), records the decision in the run's
-// state hash (field ag|x, scripts/agentrecord.lua) and only then routes on
-// it. A redelivered execution — a duplicate, or the claim of a worker that
+// state hash (field ag|x, scripts/agentrecord.lua; counted in the run's
+// max_state_bytes like any stored value) and only then routes on it. A redelivered execution — a duplicate, or the claim of a worker that
 // died after the model answered — finds the record and routes on it without
 // asking the model again: a model is not deterministic, and two deliveries
 // must not route two ways.
@@ -62,12 +62,17 @@ func (j *job) agent(act vars) error {
 		if err := j.checkOutput(data); err != nil {
 			return j.handlerFailed(err, -1)
 		}
-		res, err := agentRecordScript.Run(j.ctx, j.w.st.rdb, []string{j.w.ks.state(j.tok.Run)}, field, string(data)).Result()
+		res, err := agentRecordScript.Run(j.ctx, j.w.st.rdb, []string{j.w.ks.state(j.tok.Run)}, field, string(data), j.maxState()).Result()
 		if err == redis.Nil {
 			return j.ack() // the run ended meanwhile
 		}
 		if err != nil {
 			return fmt.Errorf("record the decision of %s: %w", j.x, err)
+		}
+		if _, over := res.(int64); over {
+			// The record would take the run's stored values over
+			// max_state_bytes: nothing was written.
+			return j.handlerFailed(j.stateErr("the decision of agent "+n.ID, len(data)), -1)
 		}
 		rec, _ = res.(string)
 		if rec != string(data) {

@@ -466,3 +466,133 @@ func TestAgentWorkerTools(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentDelegatedRunEndsWithParent: a run an agent delegated with
+// delegate_to_agent (wait false) is a child of the delegating run, as a
+// flow node's child is: cancelling the parent cancels it, and so does the
+// parent's end while it still runs — failed, or completed. The parent's
+// status lists it among its children.
+func TestAgentDelegatedRunEndsWithParent(t *testing.T) {
+	for _, c := range []struct {
+		name, then string // then: the handler of the node after the agent
+		want       string
+	}{
+		{"cancel", "block", RunCancelled},
+		{"fail", "perm", RunFailed},
+		{"complete", "count", RunCompleted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forBackends(t, func(t *testing.T, b backend) {
+				v := newEnv(t, b)
+				ctx := context.Background()
+				// The delegated workflow blocks until cancelled.
+				sub := build(t, wfSpec{name: "helper", nodes: []*nodeSpec{task("h", "block")}})
+				if _, err := v.e.Deploy(ctx, sub, "helper", "test"); err != nil {
+					t.Fatal(err)
+				}
+				f := &agent.Fake{Answers: []agent.FakeAnswer{
+					{Turn: 1, ToolCalls: []agent.FakeToolCall{{Name: "delegate_to_agent", Arguments: json.RawMessage(`{"kind":"workflow","target":"helper","wait":false}`)}}},
+					{Turn: 2, Routes: []string{"a"}},
+				}}
+				client := fakeModel(t, f, 0)
+				ts, err := tools.NewWorker(tools.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				v.worker(func(o *WorkerOptions) { o.Model, o.Tools = client, ts })
+				w := build(t, wfSpec{nodes: []*nodeSpec{
+					agentNode("qualify", ir.Agent{Prompt: tmpl("go"), Routes: []string{"a"}, Tools: []string{"delegate_to_agent"}}),
+					task("a", c.then),
+				}})
+				run := v.submit(w, nil)
+				var st *Status
+				if c.name == "cancel" {
+					v.waitStarted() // the delegated run's h and the parent's a
+					v.waitStarted()
+					if err := v.e.Cancel(ctx, run); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st = v.wait(run)
+				if st.State != c.want {
+					t.Fatalf("parent %s (%s), want %s", st.State, st.Error, c.want)
+				}
+				runs, err := v.e.TagRuns(ctx, "helper")
+				if err != nil || len(runs) != 1 {
+					t.Fatalf("delegated runs %v %v, want one", dump(runs), err)
+				}
+				kid := runs[0].RunID
+				if x, ok := st.Children[kid]; !ok || x != "qualify" {
+					t.Errorf("parent's children %v: no %s of qualify", st.Children, kid)
+				}
+				if ks := v.wait(kid); ks.State != RunCancelled || !strings.Contains(ks.Error, "parent run "+run) {
+					t.Errorf("delegated run %s (%s), want cancelled with its parent", ks.State, ks.Error)
+				}
+				waitNoPending(t, v.e)
+			})
+		})
+	}
+}
+
+// TestAgentRecordCountsInStateBytes: an agent's recorded decision (ag|x)
+// is a value the run stores, counted in run|bytes and bounded by
+// max_state_bytes like the outputs: a run whose budget fits everything
+// but one byte fails with code state, and a decision that does not fit is
+// not recorded at all.
+func TestAgentRecordCountsInStateBytes(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.worker(func(o *WorkerOptions) { o.Model = fakeModel(t, &agent.Fake{}, 0) })
+		wf := func(limit int) *ir.Workflow {
+			return build(t, wfSpec{set: ir.Settings{MaxStateBytes: limit}, nodes: []*nodeSpec{
+				agentNode("qualify", ir.Agent{Prompt: tmpl("go"), Routes: []string{"a"}}),
+				task("a", "count", with("n", konst(`1`)), after("qualify")),
+			}})
+		}
+		state := func(run string) map[string]string {
+			h, err := v.e.st.rdb.HGetAll(v.ctx, v.e.st.ks.state(run)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		// Unbounded: run|bytes is exactly the stored values, record included.
+		st := v.run(wf(0), nil)
+		if st.State != RunCompleted {
+			t.Fatalf("%s %s", st.State, st.Error)
+		}
+		h := state(st.RunID)
+		stored := len(h["run|result"])
+		for k, val := range h {
+			if strings.HasPrefix(k, "out|") || strings.HasPrefix(k, "ag|") {
+				stored += len(val)
+			}
+		}
+		total, _ := runBytes(t, v, st.RunID)
+		dec := len(h["ag|qualify"])
+		if dec == 0 || total != int64(stored) {
+			t.Fatalf("run|bytes %d, the stored values (decision of %d bytes included) %d: %v", total, dec, stored, h)
+		}
+		// A budget of exactly that fits; one byte less does not.
+		if st := v.run(wf(int(total)), nil); st.State != RunCompleted {
+			t.Errorf("max_state_bytes %d: %s %s", total, st.State, st.Error)
+		}
+		// (The last value written, a's output, is the one that no longer fits.)
+		st = v.run(wf(int(total)-1), nil)
+		if n := st.Nodes["a"]; st.State != RunFailed || n == nil || n.Code != CodeState || !strings.Contains(st.Error, "(max_state_bytes)") {
+			t.Errorf("max_state_bytes %d: %s %q %+v, want code state", total-1, st.State, st.Error, n)
+		}
+		// A decision larger than the budget is refused before it is written.
+		st = v.run(wf(dec-1), nil)
+		if n := st.Nodes["qualify"]; st.State != RunFailed || n == nil || n.Code != CodeState || !strings.Contains(st.Error, "the decision of agent qualify") {
+			t.Errorf("max_state_bytes %d: %s %q %+v, want the decision refused", dec-1, st.State, st.Error, n)
+		}
+		h = state(st.RunID)
+		if rec, ok := h["ag|qualify"]; ok {
+			t.Errorf("a decision of %d bytes was recorded over max_state_bytes %d: %s", len(rec), dec-1, rec)
+		}
+		if used, _ := runBytes(t, v, st.RunID); used > int64(dec-1) {
+			t.Errorf("run|bytes %d over max_state_bytes %d", used, dec-1)
+		}
+	})
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wfc-lang/wfc/ir"
 	"github.com/wfc-lang/wfc/runtime/agent"
 	"github.com/wfc-lang/wfc/runtime/agent/tools"
@@ -45,7 +47,7 @@ func (j *job) agentTools() ([]agent.Tool, error) {
 		Node:      n.ID,
 		Blobs:     j.w.eng.Blobs(j.tok.Run, BlobOptions{}),
 		Catalog:   workerCatalog{j.w},
-		Delegator: delegator{w: j.w, run: j.tok.Run, node: n.ID},
+		Delegator: delegator{w: j.w, run: j.tok.Run, node: n.ID, x: j.x},
 	}
 	if j.w.opts.AgentPatch != nil {
 		env.Patcher = agentPatcher{f: j.w.opts.AgentPatch, run: j.tok.Run, by: "agent " + n.ID}
@@ -104,12 +106,23 @@ func inputsSchema(w *ir.Workflow) json.RawMessage {
 
 // delegator starts runs of deployed workflows for delegate_to_agent: the
 // target is a tag (wfc deploy --tag); an "agent" target must be a workflow
-// with an agent node. The run is a run of its own, named in the tool's
-// result and the worker's log; it is not cancelled with the delegating run.
+// with an agent node. The run is a child run of the delegating run, as a
+// flow node's is: recorded in its state hash (ch|<child>, run|kids) before
+// it is submitted, so that cancelling the delegating run, or its end
+// (failed, cancelled, or completed while the child still runs: the orphans
+// token), cancels it and its own children.
 type delegator struct {
-	w         *Worker
-	run, node string
+	w            *Worker
+	run, node, x string
 }
+
+var agentDelegateScript = func() *redis.Script {
+	src, err := scriptFS.ReadFile("scripts/agentdelegate.lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(string(src))
+}()
 
 func (d delegator) Delegate(ctx context.Context, req tools.DelegateRequest) (tools.DelegateResult, error) {
 	w, _, err := d.w.eng.Tagged(ctx, req.Target)
@@ -128,9 +141,27 @@ func (d delegator) Delegate(ctx context.Context, req tools.DelegateRequest) (too
 			return tools.DelegateResult{}, &tools.Error{Code: tools.CodeBadArgs, Message: "inputs must be a JSON object"}
 		}
 	}
-	id, _, err := d.w.eng.SubmitTag(ctx, req.Target, inputs)
+	// Record the child first: a worker that dies between the record and
+	// the submit leaves a child id that never ran, never a run that
+	// outlives its parent unseen.
+	id := newRunID()
+	state := d.w.ks.state(d.run)
+	ok, err := agentDelegateScript.Run(ctx, d.w.st.rdb, []string{state}, id, d.x).Int()
 	if err != nil {
+		return tools.DelegateResult{}, fmt.Errorf("record the delegated run: %w", err)
+	}
+	if ok == 0 {
+		return tools.DelegateResult{}, &tools.Error{Code: tools.CodeFailed, Message: "run " + d.run + " is no longer running: nothing was delegated"}
+	}
+	if _, _, err := d.w.eng.SubmitTag(ctx, req.Target, inputs, WithRunID(id)); err != nil {
+		d.w.st.rdb.HDel(context.WithoutCancel(ctx), state, "ch|"+id) // no such run: not a child
 		return tools.DelegateResult{}, &tools.Error{Code: tools.CodeFailed, Message: d.w.opts.Secrets.Text(err.Error())}
+	}
+	// The run may have ended between the record and the submit, its
+	// orphans token finding no child yet: cancel the child here. (A run
+	// that ends after this read finds the child through ch|.)
+	if m, err := d.w.st.meta(ctx, d.run); err == nil && m.Status != RunRunning || errors.Is(err, ErrUnknownRun) {
+		d.w.eng.cancelRun(context.WithoutCancel(ctx), id, "parent run "+d.run+" ended")
 	}
 	d.w.log.Info("wfc worker: agent delegated a run", "run", d.run, "node", d.node, "delegated", id, "workflow", req.Target)
 	res := tools.DelegateResult{ID: id, Status: "started"}

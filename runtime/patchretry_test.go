@@ -61,6 +61,13 @@ func TestOutsideCallsRacePatches(t *testing.T) {
 				return nil, ctx.Err()
 			}
 		})
+		// stay keeps a node running until its run ends (the worker's
+		// heartbeat cancels it then): a cancel that must find the run
+		// running cannot depend on how long the patches before it take.
+		v.reg.RegisterFunc("stay", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
 		v.worker()
 		const rounds = 8
 		patched := 0
@@ -81,7 +88,7 @@ func TestOutsideCallsRacePatches(t *testing.T) {
 		}
 
 		t.Run("cancel", func(t *testing.T) {
-			w := build(t, wfSpec{nodes: []*nodeSpec{task("h", "hold"), task("z", "noop", after("h"))}})
+			w := build(t, wfSpec{nodes: []*nodeSpec{task("h", "stay"), task("z", "noop", after("h"))}})
 			for range rounds {
 				run := v.submit(w, nil)
 				waitNode(t, v, run, "h", NodeRunning)

@@ -72,8 +72,9 @@ type Status struct {
 	// oldest first.
 	Approvals []Approval `json:"approvals,omitempty"`
 	// Children are the child runs its flow nodes started (every attempt
-	// and for_each item): child run id -> the execution that started it,
-	// with "#" and the item index for an item's.
+	// and for_each item) and the runs its agents delegated: child run id
+	// -> the execution that started it, with "#" and the item index for
+	// an item's.
 	Children map[string]string `json:"children,omitempty"`
 }
 

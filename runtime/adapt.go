@@ -255,6 +255,14 @@ func (s *slots) setLimit(limit int) {
 	s.mu.Unlock()
 }
 
+// reusable returns how many of k held slots may pass to new messages
+// without release: those over a lowered limit may not.
+func (s *slots) reusable(k int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return max(0, k-max(0, s.used-s.limit))
+}
+
 // inUse returns the slots held.
 func (s *slots) inUse() int {
 	s.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"sync"
 	"testing"
@@ -179,6 +180,14 @@ func TestSlots(t *testing.T) {
 		t.Fatalf("tryAcquire with one free: %d", got)
 	}
 	s.setLimit(2)
+	// 4 held, limit 2: a completion holding 3 may pass only 1 to new
+	// messages; the others must be released.
+	if got := s.reusable(3); got != 1 {
+		t.Fatalf("reusable(3) with 4 held and limit 2: %d, want 1", got)
+	}
+	if got := s.reusable(1); got != 0 {
+		t.Fatalf("reusable(1) with 4 held and limit 2: %d, want 0", got)
+	}
 	s.release(1)
 	if got := s.tryAcquire(1); got != 0 {
 		t.Fatalf("3 held, limit 2: tryAcquire took %d", got)
@@ -261,6 +270,78 @@ func TestAdaptiveWorker(t *testing.T) {
 		}
 		if peak <= start {
 			t.Errorf("the limit never rose above %d (peak %d) with handlers that wait", start, peak)
+		}
+	})
+}
+
+// A lowered limit holds even where completions hand their slots straight
+// to the messages they read (the piggyback): the slots over the limit are
+// released, not passed on, and from then on no more handlers run at once
+// than the limit.
+func TestLoweredLimitHolds(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		var mu sync.Mutex
+		running, most := 0, 0
+		v.reg.RegisterFunc("slow", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return json.RawMessage(`{}`), nil
+		})
+		var nodes []*nodeSpec
+		for i := range 10 {
+			n := task(fmt.Sprintf("n%d", i), "slow")
+			if i > 0 {
+				n = task(fmt.Sprintf("n%d", i), "slow", after(fmt.Sprintf("n%d", i-1)))
+			}
+			nodes = append(nodes, n)
+		}
+		flow := build(t, wfSpec{nodes: nodes})
+		var runs []string
+		for range 60 {
+			runs = append(runs, v.submit(flow, nil))
+		}
+		o := fastWorker(v.reg)
+		o.Concurrency, o.MaxConcurrency = 0, 8
+		wk := v.e.StartWorkers(v.ctx, 0, o)
+		// Chains keep every slot busy, passing them along: lower the
+		// limit to 2 (and pin the limiter there).
+		for wk.Stats().Handled < 20 {
+			time.Sleep(time.Millisecond)
+		}
+		wk.adapt.mu.Lock()
+		wk.adapt.floor, wk.adapt.ceil, wk.adapt.limit = 2, 2, 2
+		wk.adapt.mu.Unlock()
+		wk.sem.setLimit(2)
+		deadline := time.Now().Add(20 * time.Second)
+		for wk.sem.inUse() > 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d slots still held 20 s after the limit went down to 2", wk.sem.inUse())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if h := wk.Stats().Handled; h >= int64(10*len(runs)) {
+			// Each execution but the last of a chain passed its slot on.
+			t.Fatalf("the slots came down to the limit only once the work ran out (%d handled)", h)
+		}
+		mu.Lock()
+		most = running
+		mu.Unlock()
+		for _, run := range runs {
+			if st := v.wait(run); st.State != RunCompleted {
+				t.Fatalf("run %s: %s %s", run, st.State, st.Error)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if most > 2 {
+			t.Errorf("%d handlers ran at once after the limit went down to 2", most)
 		}
 	})
 }

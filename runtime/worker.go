@@ -673,6 +673,7 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 // handlers' slots and extra free slots it holds.
 type pendingTake struct {
 	cmd   *redis.XStreamSliceCmd
+	k     int // the callers' slots it reads for (reusable)
 	extra int
 }
 
@@ -686,12 +687,16 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	}
 	// Free slots too: while handlers run, the read loop leaves the
 	// reading to their completions (readLoop) and holds none.
-	t := &pendingTake{extra: w.tryAcquire(max(0, w.opts.Batch-k))}
+	// Only as many of the callers' slots as the limit keeps (an adaptive
+	// one may have been lowered): the others are released.
+	k = w.sem.reusable(k)
+	t := &pendingTake{k: k, extra: w.tryAcquire(max(0, w.opts.Batch-k))}
 	t.cmd = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))
 	return t
 }
 
 func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
+	k = t.k
 	n := k + t.extra
 	used := 0
 	res, err := t.cmd.Result()

@@ -287,7 +287,9 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	var adapt *limiter
 	limit := opts.Concurrency
 	if limit <= 0 {
-		adapt = newLimiter(adaptiveFloor(opts.MaxConcurrency), adaptiveStart(opts.MaxConcurrency), opts.MaxConcurrency)
+		// At least a slot per shard reader (see below).
+		floor := min(opts.MaxConcurrency, max(adaptiveFloor(opts.MaxConcurrency), e.st.ks.shards))
+		adapt = newLimiter(floor, adaptiveStart(opts.MaxConcurrency), opts.MaxConcurrency)
 		limit = adapt.current()
 	} else {
 		autoBatch = false
@@ -939,14 +941,15 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 }
 
 func (w *Worker) handle(hctx context.Context, f *flight) {
+	defer w.act[f.shard%len(w.act)].end()
+	defer w.handling.Done()
 	if w.adapt != nil {
-		// The execution's latency, completion included, for the limiter.
+		// The execution's latency, completion included, for the limiter
+		// (fed before handling counts it done: a stopping worker waits).
 		began := time.Now()
 		w.adapt.begin(began)
 		defer w.adapted(hctx, began)
 	}
-	defer w.act[f.shard%len(w.act)].end()
-	defer w.handling.Done()
 	defer func() {
 		if !f.gave {
 			w.releaseSlots(1)

@@ -1,15 +1,19 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,6 +84,7 @@ func newClients(rawURL string, blockers int, tlsCfg *tls.Config) (*clients, erro
 		if co.ConnMaxIdleTime == 0 {
 			co.ConnMaxIdleTime = time.Minute
 		}
+		co.Dialer = lazyCheckDialer(redis.NewDialer(&redis.Options{DialTimeout: cmp.Or(co.DialTimeout, 5*time.Second), TLSConfig: co.TLSConfig}))
 		bo := *co
 		// A cluster client has a pool per node; each blocking read goes to
 		// the master of its shard's slot.
@@ -98,6 +103,7 @@ func newClients(rawURL string, blockers int, tlsCfg *tls.Config) (*clients, erro
 		return nil, err
 	}
 	ro.ConnMaxIdleTime = time.Minute
+	ro.Dialer = lazyCheckDialer(redis.NewDialer(ro))
 	bo := *ro
 	bo.PoolSize = max(10, blockers)
 	bo.MinIdleConns = 0
@@ -165,4 +171,74 @@ func parseClusterURL(raw string) (*redis.ClusterOptions, error) {
 		u += "?" + enc
 	}
 	return redis.ParseClusterURL(u)
+}
+
+// idleCheckAfter is how long a pooled connection must have been idle before
+// its next command first checks that the server has not closed it.
+const idleCheckAfter = 100 * time.Millisecond
+
+// lazyCheckDialer wraps go-redis's dialer so that its pool's health check
+// costs nothing on the hot path. go-redis checks every connection it takes
+// from its pool with a non-blocking read (recvfrom with MSG_PEEK), a
+// syscall per command or pipeline: about a tenth of a busy worker's CPU.
+// It checks only a connection that implements syscall.Conn (a TLS one it
+// never checks), so the wrapper hides that method; the wrapper then does
+// the same check itself, in its Write, and only when the connection has
+// been idle for idleCheckAfter: a connection in constant use costs no
+// syscall, and one that lay idle in the pool, which is where a server-side
+// close (CLIENT KILL, a timeout, a restart) finds connections, is still
+// checked before a command is written to it. A closed one fails that Write
+// with an error wrapping io.EOF before anything is sent, so go-redis drops
+// it and retries the command on a new connection. A connection closed
+// while in constant use fails its next command once (as it could between
+// go-redis's check and its write): the runtime's scripts are idempotent
+// and a failed handling leaves its message pending for a retry
+// (docs/runtime.md, "Connections").
+func lazyCheckDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		lc := &lazyCheckConn{Conn: c}
+		if sc, ok := c.(syscall.Conn); ok {
+			lc.raw, _ = sc.SyscallConn()
+		}
+		lc.last.Store(time.Now().UnixNano())
+		return lc, nil
+	}
+}
+
+// A lazyCheckConn is a net.Conn without SyscallConn (and without
+// NetConn, through which go-redis would unwrap it) that checks itself
+// after an idle spell (lazyCheckDialer).
+type lazyCheckConn struct {
+	net.Conn
+	raw  syscall.RawConn // nil: it cannot check (not a socket go can peek)
+	last atomic.Int64    // unix ns of its last Write
+	// checks counts the checks it made, closed those that found it closed
+	// (tests).
+	checks, closed atomic.Int64
+}
+
+// errServerClosed is a pooled connection found closed by the server
+// before a command was written to it. It wraps io.EOF, which go-redis
+// retries on a new connection.
+var errServerClosed = fmt.Errorf("redis connection closed by the server while idle: %w", io.EOF)
+
+func (c *lazyCheckConn) Write(b []byte) (int, error) {
+	now := time.Now().UnixNano()
+	if c.raw != nil && now-c.last.Load() >= int64(idleCheckAfter) {
+		c.checks.Add(1)
+		// A past command's read deadline may have expired while the
+		// connection lay idle, and would fail the peek: go-redis sets
+		// its own again before it reads the reply.
+		_ = c.Conn.SetReadDeadline(time.Time{})
+		if err := peekClosed(c.raw); err != nil {
+			c.closed.Add(1)
+			return 0, err
+		}
+	}
+	c.last.Store(now)
+	return c.Conn.Write(b)
 }

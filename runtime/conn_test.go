@@ -3,12 +3,19 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/runtime/internal/redistest"
 )
 
 func TestParseClusterURL(t *testing.T) {
@@ -111,4 +118,166 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A pooled connection the server closed while it lay idle (CLIENT KILL,
+// a timeout, a restart) is found closed before a command is written to it
+// (lazyCheckDialer): the command goes on a new connection and does not
+// fail. And the check is made only after an idle spell: a connection in
+// constant use is never checked.
+func TestIdleConnectionKilled(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	ctx := context.Background()
+	var conns []*lazyCheckConn
+	var mu sync.Mutex
+	dial := lazyCheckDialer(redis.NewDialer(&redis.Options{DialTimeout: 5 * time.Second}))
+	rdb := redis.NewClient(&redis.Options{
+		Addr: srv.Addr(), PoolSize: 1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err == nil {
+				mu.Lock()
+				conns = append(conns, c.(*lazyCheckConn))
+				mu.Unlock()
+			}
+			return c, err
+		},
+	})
+	defer rdb.Close()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	for range 100 {
+		if err := rdb.Incr(ctx, "n").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	if len(conns) != 1 || conns[0].checks.Load() != 0 {
+		t.Fatalf("%d connections, %d checks: want 1 connection, never checked while in use", len(conns), conns[0].checks.Load())
+	}
+	if _, ok := net.Conn(conns[0]).(syscall.Conn); ok {
+		t.Fatal("the connection still exposes SyscallConn: go-redis would check it on every use")
+	}
+	mu.Unlock()
+	for round := range 3 {
+		id, err := rdb.ClientID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(idleCheckAfter + 50*time.Millisecond)
+		// INCR is not idempotent: it must be applied once, on a new
+		// connection (go-redis retries the Write that failed before it
+		// sent anything).
+		if err := rdb.Incr(ctx, "n").Err(); err != nil {
+			t.Fatalf("round %d: a command after CLIENT KILL: %v", round, err)
+		}
+	}
+	if n, _ := admin.Get(ctx, "n").Int(); n != 103 {
+		t.Errorf("n = %d, want 103 (each INCR applied once)", n)
+	}
+	mu.Lock()
+	if len(conns) != 4 {
+		t.Errorf("%d connections dialled, want 4 (one per kill)", len(conns))
+	}
+	for i, c := range conns[:min(3, len(conns))] {
+		// Found closed by the check, before INCR was written to it.
+		if c.closed.Load() != 1 {
+			t.Errorf("connection %d: found closed by %d of its %d checks, want 1", i, c.closed.Load(), c.checks.Load())
+		}
+	}
+	mu.Unlock()
+	// Killed while in use (no idle spell, so not checked): the next
+	// command may fail, once (go-redis retries an EOF, not a reset); the
+	// one after goes on a new connection.
+	want := 103
+	for round := range 3 {
+		id, err := rdb.ClientID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Incr(ctx, "n").Err(); err == nil {
+			want++
+		} else {
+			t.Logf("round %d: the command right after CLIENT KILL failed: %v", round, err)
+		}
+		if err := rdb.Incr(ctx, "n").Err(); err != nil {
+			t.Fatalf("round %d: the second command after CLIENT KILL: %v", round, err)
+		}
+		want++
+	}
+	if n, _ := admin.Get(ctx, "n").Int(); n != want {
+		t.Errorf("n = %d, want %d", n, want)
+	}
+}
+
+// A worker whose connections the server closes, again and again, while
+// runs go (CLIENT KILL of every client but the killer's, idle or not, and
+// a restart of the server), loses no work: every run completes, each task
+// handled, whatever failed once being retried (go-redis on a new
+// connection, or the worker: a message left pending is claimed again).
+func TestWorkerSurvivesKilledConnections(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{AOF: true})
+	b := backend{"redis", func(testing.TB) string { return srv.URL() }}
+	v := newEnv(t, b)
+	v.worker()
+	flow := build(t, wfSpec{nodes: []*nodeSpec{
+		task("a", "count"), task("b", "count", after("a")), task("c", "count", after("a")), task("d", "count", after("b", "c")),
+	}})
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	stop := make(chan struct{})
+	killed := make(chan int)
+	go func() {
+		n := 0
+		defer func() { killed <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(20+n%5*40) * time.Millisecond):
+			}
+			// Idle spells both shorter and longer than idleCheckAfter.
+			if k, err := admin.ClientKillByFilter(v.ctx, "TYPE", "normal", "SKIPME", "yes").Result(); err == nil {
+				n += int(k)
+			}
+		}
+	}()
+	var runs []string
+	for i := range 60 {
+		// Submit is idempotent under a run id: retried until it goes.
+		id := fmt.Sprintf("killed-%d", i)
+		for try := 0; ; try++ {
+			_, err := v.e.Submit(v.ctx, flow, nil, WithRunID(id))
+			if err == nil {
+				break
+			}
+			if try == 50 {
+				t.Fatalf("submit %s: %v", id, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		runs = append(runs, id)
+		if i == 30 {
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, run := range runs {
+		if st := v.wait(run); st.State != RunCompleted {
+			t.Fatalf("run %s: %s %s", run, st.State, st.Error)
+		}
+		v.check(run)
+	}
+	close(stop)
+	if n := <-killed; n == 0 {
+		t.Error("no connection was killed")
+	}
 }

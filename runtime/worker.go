@@ -65,9 +65,17 @@ type WorkerOptions struct {
 	// value. A worker refreshes its record every DeadAfter/10 (between
 	// 50 ms and 10 s).
 	DeadAfter time.Duration
-	// Concurrency is the number of messages handled at once (default 8).
+	// Concurrency is the number of messages handled at once. 0 (the
+	// default) adapts it to the handlers and the machine (adapt.go): it
+	// starts at 16 per CPU (16 to 64) and moves, between one per CPU
+	// (at least 4) and MaxConcurrency, to the smallest limit that gets
+	// the most throughput; Stats().Limit reports it.
 	Concurrency int
-	// Batch is the largest COUNT of one XREADGROUP (default Concurrency).
+	// MaxConcurrency is the ceiling of an adaptive concurrency (default
+	// DefaultMaxConcurrency, 256); ignored with a Concurrency.
+	MaxConcurrency int
+	// Batch is the largest COUNT of one XREADGROUP (default the
+	// concurrency, or its current limit).
 	Batch int
 	// Pipelines is how many pipelines of completions the worker keeps in
 	// flight at once (default 2; see the batcher).
@@ -146,11 +154,11 @@ func (o *WorkerOptions) defaults() {
 	if len(o.Queues) == 0 {
 		o.Queues = []string{ControlQueue}
 	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 8
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = DefaultMaxConcurrency
 	}
-	if o.Batch <= 0 || o.Batch > o.Concurrency {
-		o.Batch = o.Concurrency
+	if o.Batch <= 0 || o.Batch > o.maxSlots() {
+		o.Batch = o.maxSlots()
 	}
 	if o.Pipelines <= 0 {
 		o.Pipelines = 2
@@ -221,7 +229,11 @@ type Worker struct {
 	log  *slog.Logger
 	host string // host-pid, for the registry record
 
-	sem      chan struct{}
+	sem      *slots
+	adapt    *limiter // nil: a fixed Concurrency
+	autoBat  bool     // Batch follows the adaptive limit
+	spawned  int      // handler goroutines started (spawnMu)
+	spawnMu  sync.Mutex
 	batch    *batcher     // completions (advance.lua) in pipelines
 	work     chan *flight // dispatched messages, for the handler goroutines
 	hctx     context.Context
@@ -253,6 +265,7 @@ type WorkerStats struct {
 	Claimed  int64 `json:"claimed"`  // stale messages claimed from other workers
 	Released int64 `json:"released"` // messages given back on stop
 	Reaped   int64 `json:"reaped"`   // dead workers whose consumers it removed
+	Limit    int64 `json:"limit"`    // its concurrency: the current limit of an adaptive one
 }
 
 // Stats returns the worker's counters.
@@ -260,6 +273,7 @@ func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{
 		Handled: w.handled.Load(), Applied: w.applied.Load(), Dups: w.dups.Load(), Stale: w.stale.Load(),
 		Inactive: w.inactive.Load(), Claimed: w.claimed.Load(), Released: w.released.Load(), Reaped: w.reaped.Load(),
+		Limit: int64(w.limit()),
 	}
 }
 
@@ -278,12 +292,24 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	if len(opts.Queues) == 0 {
 		opts.Queues = e.defaultQueues(opts.Handlers)
 	}
+	autoBatch := opts.Batch <= 0
 	opts.defaults()
 	host, _ := os.Hostname()
+	var adapt *limiter
+	limit := opts.Concurrency
+	if limit <= 0 {
+		// At least a slot per shard reader (see below).
+		floor := min(opts.MaxConcurrency, max(adaptiveFloor(opts.MaxConcurrency), e.st.ks.shards))
+		adapt = newLimiter(floor, adaptiveStart(opts.MaxConcurrency), opts.MaxConcurrency)
+		limit = adapt.current()
+	} else {
+		autoBatch = false
+	}
 	// Each shard has a reader that holds its slots while it blocks: share
 	// them, so that an idle shard's reader cannot starve the others (on a
 	// cluster, shards > 1 is the rule). Concurrency should be >= Shards.
-	if s := e.st.ks.shards; s > 1 {
+	// (An adaptive worker's readers share its current limit: batchCap.)
+	if s := e.st.ks.shards; s > 1 && adapt == nil {
 		opts.Batch = max(1, min(opts.Batch, opts.Concurrency/s))
 	}
 	log := opts.Logger
@@ -293,9 +319,9 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	w := &Worker{
 		st: e.st, eng: e, ks: e.st.ks, opts: opts,
 		log: log.With("consumer", opts.Consumer), host: fmt.Sprintf("%s-%d", host, os.Getpid()),
-		sem: make(chan struct{}, opts.Concurrency),
+		sem: newSlots(limit), adapt: adapt, autoBat: autoBatch,
 	}
-	w.batch = newBatcher(e.st.rdb, opts.Concurrency, opts.Pipelines, w)
+	w.batch = newBatcher(e.st.rdb, opts.maxSlots(), opts.Pipelines, w)
 	w.act = make([]activity, max(e.st.ks.shards, 1))
 	for i := range w.act {
 		w.act[i].idle = make(chan struct{}, 1)
@@ -348,14 +374,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	// the growth of its stack.
 	// They end when the channel closes, after the last dispatch (one
 	// stuck in a handler that ignores its context is left behind).
-	w.work = make(chan *flight, w.opts.Concurrency)
-	for range w.opts.Concurrency {
-		go func(work <-chan *flight) {
-			for f := range work {
-				w.handle(hctx, f)
-			}
-		}(w.work)
-	}
+	// An adaptive worker starts them as its limit first reaches each
+	// count (spawnHandlers).
+	w.work = make(chan *flight, w.opts.maxSlots())
+	w.spawnHandlers(hctx, w.limit())
 	defer close(w.work)
 	hbCtx, stopHeartbeats := context.WithCancel(hctx)
 	var hb sync.WaitGroup
@@ -370,7 +392,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	loops.Add(1)
 	go func() { defer loops.Done(); w.timerLoop(ctx) }()
-	w.log.Debug("wfc worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency)
+	w.log.Debug("wfc worker started", "queues", w.opts.Queues, "concurrency", w.limit(), "adaptive", w.adapt != nil)
 	<-ctx.Done()
 	w.stopping.Store(true)
 	loops.Wait()
@@ -421,41 +443,68 @@ func (w *Worker) ensureGroups(ctx context.Context) error {
 // acquire takes between 1 and n handling slots, waiting for the first;
 // it returns 0 when ctx is done.
 func (w *Worker) acquire(ctx context.Context, n int) int {
-	select {
-	case w.sem <- struct{}{}:
-	case <-ctx.Done():
-		return 0
-	}
-	got := 1
-	for got < n {
-		select {
-		case w.sem <- struct{}{}:
-			got++
-		default:
-			return got
-		}
-	}
-	return got
+	return w.sem.acquire(ctx, w.batchCap(n))
 }
 
 // tryAcquire takes up to n slots without waiting.
 func (w *Worker) tryAcquire(n int) int {
-	got := 0
-	for got < n {
-		select {
-		case w.sem <- struct{}{}:
-			got++
-		default:
-			return got
-		}
-	}
-	return got
+	return w.sem.tryAcquire(w.batchCap(n))
 }
 
 func (w *Worker) releaseSlots(n int) {
-	for range n {
-		<-w.sem
+	w.sem.release(n)
+}
+
+// batchCap bounds a take of n slots: with Batch following an adaptive
+// limit, by the limit's share per shard (as a fixed Concurrency's Batch
+// is, in NewWorker).
+func (w *Worker) batchCap(n int) int {
+	if !w.autoBat {
+		return n
 	}
+	return min(n, max(1, w.limit()/max(w.ks.shards, 1)))
+}
+
+// limit returns the worker's concurrency: its current limit.
+func (w *Worker) limit() int {
+	if w.adapt == nil {
+		return w.opts.Concurrency
+	}
+	return w.adapt.current()
+}
+
+// maxSlots is the most slots a worker may have.
+func (o *WorkerOptions) maxSlots() int {
+	if o.Concurrency > 0 {
+		return o.Concurrency
+	}
+	return o.MaxConcurrency
+}
+
+// spawnHandlers starts handler goroutines up to n.
+func (w *Worker) spawnHandlers(hctx context.Context, n int) {
+	w.spawnMu.Lock()
+	defer w.spawnMu.Unlock()
+	for ; w.spawned < n; w.spawned++ {
+		go func(work <-chan *flight) {
+			for f := range work {
+				w.handle(hctx, f)
+			}
+		}(w.work)
+	}
+}
+
+// adapted feeds an adaptive worker's limiter with an execution that began
+// at began, and applies a new limit.
+func (w *Worker) adapted(hctx context.Context, began time.Time) {
+	c, ok := w.adapt.end(began, time.Now())
+	if !ok {
+		return
+	}
+	w.spawnHandlers(hctx, c.Limit)
+	w.sem.setLimit(c.Limit)
+	w.log.Debug("wfc worker: concurrency limit", "limit", c.Limit, "from", c.From,
+		"rate", int(c.Rate), "latency", c.Latency, "busy", float64(int(c.Busy*100))/100)
 }
 
 // readLoop reads the shard's queues with XREADGROUP, taking only as many
@@ -685,9 +734,7 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 		}
 		for i, l := range rest {
 			if !l.slot {
-				select {
-				case w.sem <- struct{}{}:
-				case <-hctx.Done():
+				if w.sem.acquire(hctx, 1) == 0 {
 					// The worker stops: what it has not handed on goes
 					// back to its queue.
 					for _, r := range rest[i:] {
@@ -709,6 +756,7 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 // handlers' slots and extra free slots it holds.
 type pendingTake struct {
 	cmd   *redis.Cmd // take.lua
+	k     int        // the callers' slots it reads for (reusable)
 	extra int
 }
 
@@ -722,13 +770,17 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	}
 	// Free slots too: while handlers run, the read loop leaves the
 	// reading to their completions (readLoop) and holds none.
-	t := &pendingTake{extra: w.tryAcquire(max(0, w.opts.Batch-k))}
+	// Only as many of the callers' slots as the limit keeps (an adaptive
+	// one may have been lowered): the others are released.
+	k = w.sem.reusable(k)
+	t := &pendingTake{k: k, extra: w.tryAcquire(max(0, w.opts.Batch-k))}
 	// take.lua, as the read loop reads: the work of runs in flight first.
 	t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, false)...)
 	return t
 }
 
 func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
+	k = t.k
 	n := k + t.extra
 	used := 0
 	v, err := t.cmd.Result()
@@ -995,6 +1047,13 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 func (w *Worker) handle(hctx context.Context, f *flight) {
 	defer w.act[f.shard%len(w.act)].end()
 	defer w.handling.Done()
+	if w.adapt != nil {
+		// The execution's latency, completion included, for the limiter
+		// (fed before handling counts it done: a stopping worker waits).
+		began := time.Now()
+		w.adapt.begin(began)
+		defer w.adapted(hctx, began)
+	}
 	defer func() {
 		if !f.gave {
 			w.releaseSlots(1)

@@ -360,8 +360,7 @@ func TestDispatchRead(t *testing.T) {
 			{ID: fmt.Sprintf("%d-2", now), Values: map[string]any{"t": tok}},        // fresh: at once
 			{ID: fmt.Sprintf("%d-3", now), Values: map[string]any{"t": "{"}},        // no token, beyond the slots
 		}}}
-		w.sem <- struct{}{} // the caller's two slots
-		w.sem <- struct{}{}
+		w.sem.acquire(v.ctx, 2) // the caller's two slots
 		if got := w.dispatchRead(v.ctx, 0, res, 2); got != 3 {
 			t.Fatalf("dispatchRead: %d messages, want 3", got)
 		}
@@ -390,7 +389,7 @@ func TestDispatchRead(t *testing.T) {
 			t.Fatalf("%s dispatched without a free slot", f.m.ID)
 		case <-time.After(50 * time.Millisecond):
 		}
-		<-w.sem // a handler ends
+		w.sem.release(1) // a handler ends
 		if f := next(); !strings.HasSuffix(f.m.ID, "-3") || f.pre != nil || !f.notToken {
 			t.Errorf("third dispatched: %s %+v", f.m.ID, f)
 		}
@@ -415,7 +414,7 @@ func TestDispatchReadReleasesOnStop(t *testing.T) {
 			t.Fatalf("read %v, %v", res, err)
 		}
 		hctx, stop := context.WithCancel(v.ctx)
-		w.sem <- struct{}{} // the caller's one slot
+		w.sem.acquire(v.ctx, 1) // the caller's one slot
 		w.dispatchRead(hctx, 0, res, 1)
 		select {
 		case <-w.work:

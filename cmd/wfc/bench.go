@@ -73,7 +73,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	dur := fs.Duration("duration", 3*time.Second, "measured time of each scenario, over its rounds")
 	rounds := fs.Int("rounds", 3, "times each scenario and its reference are measured in turn (the report gives medians)")
 	workers := fs.String("workers", "1,4", "comma-separated worker `COUNTS` to measure with")
-	conc := fs.Int("concurrency", 8, "handlers each worker runs at once")
+	conc := fs.Int("concurrency", 0, "handlers each worker runs at once (0: the workers' default, adaptive; the reference then uses its start)")
 	inflight := fs.Int("inflight", 32, "runs (and reference chains) kept in flight")
 	shapes := fs.String("shapes", strings.Join(bench.Shapes, ","), "comma-separated `SHAPES` to run")
 	baseline := fs.Bool("baseline", true, "measure the raw go-redis reference and the ratios")
@@ -178,8 +178,8 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	if *dur < 100*time.Millisecond {
 		return fs.usageError(env, "--duration must be at least 100ms")
 	}
-	if *conc < 1 || *inflight < 1 {
-		return fs.usageError(env, "--concurrency and --inflight must be at least 1")
+	if *conc < 0 || *inflight < 1 {
+		return fs.usageError(env, "--concurrency must be 0 (adaptive) or more, --inflight at least 1")
 	}
 	if !*jsonOut {
 		opts.Progress = func(s string) { fmt.Fprintf(env.Stderr, "wfc bench: %s\n", s) }

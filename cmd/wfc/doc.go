@@ -47,7 +47,7 @@
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
 //	        [--workers N] [--allow-exec] [--http-allow HOSTS] [--http-deny HOSTS]
 //	        [--secrets-file F] [MODEL FLAGS] [--json] [-q] FILE
-//	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--allow-exec]
+//	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--max-concurrency N] [--allow-exec]
 //	        [--http-allow HOSTS] [--http-deny HOSTS] [--secrets-file F]
 //	        [MODEL FLAGS] [--dead-after D] [--handler NAME=URL]...
 //	MODEL FLAGS: [--model-base-url URL] [--model-api-key-file F]

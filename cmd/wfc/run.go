@@ -663,7 +663,14 @@ then fails a node whose handler it lacks); each is a queue name, 1 to 64
 letters, digits, '.', '_', '-' or ':'. Workers record themselves in
 the Redis and refresh the record every few seconds; one whose record is
 older than --dead-after is removed from the queues' consumer groups once
-its pending messages were claimed by others.`
+its pending messages were claimed by others.
+
+By default a worker adapts its concurrency, the handlers it runs at once:
+it starts at 16 per CPU and, while its queues keep it busy, moves it (from
+one per CPU to --max-concurrency) to the smallest that gets the most
+executions through: high for handlers that wait on slow services, about
+the knee where the CPU or Redis saturates for quick ones (-v logs each
+change). --concurrency N fixes it at N.`
 
 func runWorker(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("worker", "wfc worker --redis URL [flags]", workerDoc)
@@ -671,7 +678,8 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	rf.values.addWorkerBounds(fs)
 	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default, and h:exec with --allow-exec)")
 	deadAfter := fs.Duration("dead-after", runtime.DefaultDeadAfter, "count a worker dead, and remove its consumer from the queues once it has no pending messages, when its registry heartbeat is older than `DURATION`")
-	conc := fs.Int("concurrency", 8, "handlers run at once")
+	conc := fs.Int("concurrency", 0, "handlers run at once (0: adaptive, from 16 per CPU, moved to what the handlers and the machine sustain)")
+	maxConc := fs.Int("max-concurrency", runtime.DefaultMaxConcurrency, "the most handlers an adaptive concurrency runs at once")
 	hf := addHandlerFlags(fs, env)
 	services := &serviceFlags{}
 	fs.Var(services, "handler", "run handler `NAME=URL` as an HTTP service: each task is POSTed to URL and the JSON response is its output (docs/handlers.md); repeatable")
@@ -701,6 +709,9 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	}
 	if *deadAfter <= 0 {
 		return fs.usageError(env, "--dead-after must be a positive duration")
+	}
+	if *conc < 0 || *maxConc < 1 {
+		return fs.usageError(env, "--concurrency must be 0 (adaptive) or more, --max-concurrency at least 1")
 	}
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required: a worker serves a shared Redis")
@@ -739,8 +750,12 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		// The names only, never a value.
 		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
 	}
-	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), DeadAfter: *deadAfter}))
-	fmt.Fprintf(env.Stderr, "wfc worker: serving %s, queues %s (concurrency %d)\n", eng.RedisAddr(), strings.Join(wk.Queues(), ", "), *conc)
+	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), DeadAfter: *deadAfter, MaxConcurrency: *maxConc}))
+	concurrency := fmt.Sprintf("concurrency %d", *conc)
+	if *conc == 0 {
+		concurrency = fmt.Sprintf("concurrency adaptive, %d to start, at most %d", wk.Stats().Limit, *maxConc)
+	}
+	fmt.Fprintf(env.Stderr, "wfc worker: serving %s, queues %s (%s)\n", eng.RedisAddr(), strings.Join(wk.Queues(), ", "), concurrency)
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()

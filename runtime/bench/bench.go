@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -78,7 +79,9 @@ type Options struct {
 	// Workers lists the worker counts to measure each shape with
 	// (default 1 and 4).
 	Workers []int
-	// Concurrency of each worker (default 8).
+	// Concurrency of each worker; 0 (the default) leaves the workers at
+	// theirs, adaptive, and the reference's consumers then use the
+	// adaptive start (runtime.AdaptiveStart).
 	Concurrency int
 	// InFlight is how many runs (and, for the reference, chains) are kept
 	// in flight at once (default 32).
@@ -141,8 +144,8 @@ func (o *Options) defaults() {
 	if len(o.Workers) == 0 {
 		o.Workers = []int{1, 4}
 	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 8
+	if o.Concurrency < 0 {
+		o.Concurrency = 0
 	}
 	if o.InFlight <= 0 {
 		o.InFlight = 32
@@ -952,7 +955,8 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 	var handling sync.WaitGroup
 	enough := make(chan struct{})
 	for c := range consumers {
-		sem := make(chan struct{}, b.opts.Concurrency)
+		conc := cmp.Or(b.opts.Concurrency, wfrt.AdaptiveStart())
+		sem := make(chan struct{}, conc)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -960,7 +964,7 @@ func (b *Session) Baseline(ctx context.Context, consumers, inflight int, hops in
 				n := 0
 				sem <- struct{}{}
 				n++
-				for n < b.opts.Concurrency {
+				for n < conc {
 					select {
 					case sem <- struct{}{}:
 						n++

@@ -130,7 +130,7 @@ func TestLimitForEachChunkedLoad(t *testing.T) {
 			ready := make(chan string, 1)
 			v.worker(func(o *WorkerOptions) {
 				o.expandChunk = 3
-				o.afterChunk = func(from, end int) {
+				o.afterChunk = func(_ context.Context, from, end int) {
 					if from != 0 {
 						return
 					}
@@ -177,9 +177,13 @@ func TestLimitForEachLoadSurvivesCrash(t *testing.T) {
 		o.crash, o.Consumer, o.Concurrency, o.expandChunk = true, "doomed", 1, 3
 		ctx1, kill := context.WithCancel(v.ctx)
 		chunks := 0
-		o.afterChunk = func(from, end int) {
+		o.afterChunk = func(hctx context.Context, from, end int) {
 			if chunks++; chunks == 2 {
 				kill()
+				// The worker cancels its handlers once its read loops
+				// have stopped: wait for it, or the load could go on to
+				// its end (and acknowledge) before it sees the stop.
+				waitDone(t, hctx)
 			}
 		}
 		w1 := v.e.NewWorker(o)
@@ -319,7 +323,7 @@ func TestLimitForEachPoisonMidLoad(t *testing.T) {
 		o := fastWorker(v.reg)
 		o.crash, o.Consumer, o.Concurrency, o.expandChunk = true, "doomed", 1, 3
 		ctx1, kill := context.WithCancel(v.ctx)
-		o.afterChunk = func(from, end int) { kill() }
+		o.afterChunk = func(hctx context.Context, from, end int) { kill(); waitDone(t, hctx) }
 		w1 := v.e.NewWorker(o)
 		done1 := make(chan struct{})
 		go func() { defer close(done1); w1.Run(ctx1) }()
@@ -400,4 +404,14 @@ func TestLimitForEachChunkedRetry(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitDone waits for ctx to be done (a hang guard fails the test).
+func waitDone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+		t.Error("the worker did not cancel its handlers")
+	}
 }

@@ -924,7 +924,7 @@ func (j *job) load(items []string, size int) error {
 		switch {
 		case reply == "ok":
 			if hook := j.w.opts.afterChunk; hook != nil {
-				hook(from, end)
+				hook(j.ctx, from, end)
 			}
 			from = end
 		case strings.HasPrefix(reply, "at:"):

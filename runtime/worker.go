@@ -145,9 +145,11 @@ type WorkerOptions struct {
 	// that a test can compare it with complete.lua.
 	generalOnly bool
 	// expandChunk: at most this many items per expand call (0: the
-	// default); afterChunk is called after each expand call that applied.
+	// default); afterChunk is called after each expand call that applied,
+	// with the handling's context (a hook that stops the worker can wait
+	// for it to be cancelled, so that the load sees the stop).
 	expandChunk int
-	afterChunk  func(from, end int)
+	afterChunk  func(ctx context.Context, from, end int)
 }
 
 func (o *WorkerOptions) defaults() {

@@ -293,6 +293,7 @@ func permanentConnErr(err error) bool {
 	}
 	return false
 }
+
 // embeddedConnectTimeout is Open's hang guard for the embedded server
 // (Options.ConnectTimeout is for a Redis that may not be up yet).
 const embeddedConnectTimeout = 2 * time.Minute

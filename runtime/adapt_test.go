@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,7 +282,15 @@ func TestAdaptiveWorker(t *testing.T) {
 // than the limit.
 func TestLoweredLimitHolds(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		v := newEnv(t, b)
+		// The worker's log: a completion whose slots all went back under
+		// the lowered limit must not read (with nothing to read for).
+		var log syncBuffer
+		v := newEnv(t, b, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		defer func() {
+			if out := log.String(); strings.Contains(out, "level=WARN") {
+				t.Errorf("worker warnings:\n%s", out)
+			}
+		}()
 		var mu sync.Mutex
 		running, most := 0, 0
 		v.reg.RegisterFunc("slow", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {

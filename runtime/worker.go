@@ -776,6 +776,11 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	// one may have been lowered): the others are released.
 	k = w.sem.reusable(k)
 	t := &pendingTake{k: k, extra: w.tryAcquire(max(0, w.opts.Batch-k))}
+	if k+t.extra == 0 {
+		// No slot to read for (the limit was lowered below what runs):
+		// the callers keep and release their slots.
+		return nil
+	}
 	// take.lua, as the read loop reads: the work of runs in flight first.
 	t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, false)...)
 	return t

@@ -742,6 +742,27 @@ func (r *Remote) timeOut(ctx context.Context, shard int, q, msgID, sum string) e
 	return err
 }
 
+// Sweep fails timed-out tasks of every shard until ctx is done, every
+// timer interval: without it a task whose worker went silent is failed
+// only by the next poll, and with no poller at all its run would wait
+// past the node's timeout. wfc serve runs it for as long as it serves.
+func (r *Remote) Sweep(ctx context.Context) {
+	t := time.NewTicker(r.w.opts.TimerInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for s := 0; s < max(r.w.ks.shards, 1); s++ {
+			if err := r.expireDue(ctx, s); err != nil && ctx.Err() == nil {
+				r.log.Warn("wfc remote: failing timed-out tasks", "shard", s, "err", err)
+			}
+		}
+	}
+}
+
 // expireDue fails the shard's tasks whose deadline passed (at most 100 a
 // call; the next poll goes on), at most once per timer interval per
 // process, and drops deadlines of leases gone.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -72,6 +73,24 @@ func TestRemoteTimeoutSilentWorker(t *testing.T) {
 				break
 			}
 		}
+		checkTimedOut(t, v, run)
+		if err := r.Complete(v.ctx, task.ID, task.Lease, json.RawMessage(`{"name":"late"}`)); !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("late completion: %v", err)
+		}
+		waitNoPending(t, v.e)
+	})
+}
+
+// With no poller at all, the sweep (which wfc serve runs) fails a task
+// held past its node's timeout: the run goes on without anyone polling.
+func TestRemoteTimeoutSweep(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v, r := remoteEnv(t, b, time.Minute)
+		run := v.submit(remoteWF(t, timeout(300)), map[string]any{"who": "ada"})
+		task := poll(t, r, "silent", "crm.lookup")
+		ctx, stop := context.WithCancel(v.ctx)
+		defer stop()
+		go r.Sweep(ctx)
 		checkTimedOut(t, v, run)
 		if err := r.Complete(v.ctx, task.ID, task.Lease, json.RawMessage(`{"name":"late"}`)); !errors.Is(err, ErrLeaseLost) {
 			t.Fatalf("late completion: %v", err)

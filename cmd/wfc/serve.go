@@ -116,6 +116,8 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "wfc serve: %v\n", err)
 		return exitFailed
 	}
+	// Timed-out tasks fail even when no worker polls (runtime.Remote.Sweep).
+	go remote.Sweep(wctx)
 	tasks := tasksapi.New(tasksapi.Config{Remote: remote, Authorize: server.Authorized, Logger: log})
 	srv, err := server.New(server.Config{Engine: eng, Tokens: tok, CompletionKey: completionKey, MaxBodyBytes: *maxBody, Logger: log, TasksHandler: tasks})
 	if err != nil {

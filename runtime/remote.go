@@ -117,7 +117,11 @@ type RemoteTask struct {
 	// Lease is the secret that completes, fails or extends the task.
 	Lease string `json:"lease"`
 	// LeaseMS is how long the lease lasts without a heartbeat.
-	LeaseMS        int64           `json:"lease_ms"`
+	LeaseMS int64 `json:"lease_ms"`
+	// TimeoutMS is the node's timeout (0: none): the attempt fails with
+	// error code timeout that long after this poll, whatever the worker
+	// does, so a worker should stop by then.
+	TimeoutMS      int64           `json:"timeout_ms,omitempty"`
 	Handler        string          `json:"handler"`
 	RunID          string          `json:"run_id"`
 	Workflow       string          `json:"workflow"`
@@ -528,7 +532,7 @@ func (r *Remote) offer(ctx context.Context, shard int, q string, m redis.XMessag
 		r.started(context.WithoutCancel(ctx), f, req.Attempt)
 	}
 	return &RemoteTask{
-		ID: taskID(shard, q, m.ID), Lease: lease, LeaseMS: r.opts.Lease.Milliseconds(),
+		ID: taskID(shard, q, m.ID), Lease: lease, LeaseMS: r.opts.Lease.Milliseconds(), TimeoutMS: timeout.Milliseconds(),
 		Handler: req.Handler, RunID: req.RunID, Workflow: req.Workflow, Node: req.Node, Iteration: req.Iteration,
 		Item: req.Item, Attempt: req.Attempt, Config: req.Config, IdempotencyKey: req.IdempotencyKey, Compensation: req.Compensation,
 	}, nil

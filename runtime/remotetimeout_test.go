@@ -88,6 +88,9 @@ func TestRemoteTimeoutSweep(t *testing.T) {
 		v, r := remoteEnv(t, b, time.Minute)
 		run := v.submit(remoteWF(t, timeout(300)), map[string]any{"who": "ada"})
 		task := poll(t, r, "silent", "crm.lookup")
+		if task.TimeoutMS != 300 {
+			t.Fatalf("the task tells timeout_ms %d, want the node's 300", task.TimeoutMS)
+		}
 		ctx, stop := context.WithCancel(v.ctx)
 		defer stop()
 		go r.Sweep(ctx)

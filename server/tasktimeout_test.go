@@ -53,6 +53,9 @@ func TestTaskQueueTimeout(t *testing.T) {
 		if r.status != 200 || task.RunID != run.RunID {
 			t.Fatalf("poll: %d %s", r.status, r.body)
 		}
+		if task.TimeoutMS != 300 {
+			t.Fatalf("the task tells timeout_ms %d, want the node's 300: %s", task.TimeoutMS, r.body)
+		}
 		base := "/v1/tasks/" + task.ID
 		var last *resp
 		for range 300 {

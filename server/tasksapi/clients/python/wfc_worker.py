@@ -75,6 +75,9 @@ class Task:
         self.id = d["id"]
         self.lease = d["lease"]
         self.lease_ms = int(d["lease_ms"])
+        # The node's timeout (0: none): the attempt fails that long after
+        # the poll, so a handler should give up by then.
+        self.timeout_ms = int(d.get("timeout_ms", 0))
         self.handler = d["handler"]
         self.run_id = d["run_id"]
         self.workflow = d.get("workflow", "")

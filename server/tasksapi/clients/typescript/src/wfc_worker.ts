@@ -48,6 +48,8 @@ export interface Task {
   id: string;
   lease: string;
   lease_ms: number;
+  /** The node's timeout, absent when none: the attempt fails that long after the poll. */
+  timeout_ms?: number;
   handler: string;
   run_id: string;
   workflow: string;

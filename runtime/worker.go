@@ -247,9 +247,15 @@ type Worker struct {
 	// KEYS for the worker's queues.
 	readStreams [][]string
 	takeKeys    [][]string
-	inflight    sync.Map // "stream id" -> *flight
-	handling    sync.WaitGroup
-	dupSeen     sync.Map
+	// entryWaiting, by shard: the last piggyback read saw new runs' entry
+	// tokens waiting (or has not looked yet), so the next one reads with
+	// take.lua, which admits them; else it reads the queue streams with a
+	// plain XREADGROUP and looks again (XLEN of the entry streams), which
+	// costs Redis much less than the script on every completion.
+	entryWaiting []atomic.Bool
+	inflight     sync.Map // "stream id" -> *flight
+	handling     sync.WaitGroup
+	dupSeen      sync.Map
 
 	// Stats, for tests and logs.
 	handled, applied, dups, stale, inactive, claimed, released atomic.Int64
@@ -325,6 +331,10 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	}
 	w.batch = newBatcher(e.st.rdb, opts.maxSlots(), opts.Pipelines, w)
 	w.act = make([]activity, max(e.st.ks.shards, 1))
+	w.entryWaiting = make([]atomic.Bool, len(w.act))
+	for i := range w.entryWaiting {
+		w.entryWaiting[i].Store(true)
+	}
 	for i := range w.act {
 		w.act[i].idle = make(chan struct{}, 1)
 		streams := make([]string, 0, 2*len(opts.Queues))
@@ -757,8 +767,10 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 // A pendingTake is a read in a completion's pipeline, for the completing
 // handlers' slots and extra free slots it holds.
 type pendingTake struct {
-	cmd   *redis.Cmd // take.lua
-	k     int        // the callers' slots it reads for (reusable)
+	cmd   *redis.Cmd             // take.lua, or
+	xr    *redis.XStreamSliceCmd // a plain read of the queue streams
+	lens  []*redis.IntCmd        // and the entry streams' lengths
+	k     int                    // the callers' slots it reads for (reusable)
 	extra int
 }
 
@@ -781,8 +793,19 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 		// the callers keep and release their slots.
 		return nil
 	}
-	// take.lua, as the read loop reads: the work of runs in flight first.
-	t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, false)...)
+	if w.entryWaiting[shard].Load() {
+		// take.lua, as the read loop reads: the work of runs in flight
+		// first, then the new runs waiting.
+		t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, false)...)
+	} else {
+		t.xr = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))
+	}
+	// Whether new runs wait now, for the next piggyback (and the read
+	// loop's take admits them meanwhile).
+	keys := w.takeKeys[shard]
+	for i := 2; i < len(keys); i += 2 {
+		t.lens = append(t.lens, pipe.XLen(ctx, keys[i]))
+	}
 	return t
 }
 
@@ -790,11 +813,24 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int
 	k = t.k
 	n := k + t.extra
 	used := 0
-	v, err := t.cmd.Result()
 	var res []redis.XStream
-	if err == nil {
-		res, err = takeReply(v)
+	var err error
+	if t.xr != nil {
+		res, err = t.xr.Result()
+	} else {
+		var v any
+		if v, err = t.cmd.Result(); err == nil {
+			res, err = takeReply(v)
+		}
 	}
+	waiting := false
+	for _, l := range t.lens {
+		// An error counts as waiting: take.lua is always right.
+		if n, lerr := l.Result(); lerr != nil || n > 0 {
+			waiting = true
+		}
+	}
+	w.entryWaiting[shard].Store(waiting)
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT"):
 		// The read loop's next take loads the script (EVAL).

@@ -228,19 +228,8 @@ func TestSlots(t *testing.T) {
 func TestAdaptiveWorker(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
-		var mu sync.Mutex
-		running, most := 0, 0
-		v.reg.RegisterFunc("slow", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-			mu.Lock()
-			running++
-			most = max(most, running)
-			mu.Unlock()
-			time.Sleep(20 * time.Millisecond)
-			mu.Lock()
-			running--
-			mu.Unlock()
-			return json.RawMessage(`{}`), nil
-		})
+		var g gauge
+		v.reg.RegisterFunc("slow", g.handler(20*time.Millisecond))
 		flow := build(t, wfSpec{nodes: []*nodeSpec{task("a", "slow"), task("b", "slow", after("a"))}})
 		var runs []string
 		for range 400 {
@@ -262,8 +251,7 @@ func TestAdaptiveWorker(t *testing.T) {
 		wk.adapt.mu.Lock()
 		peak := wk.adapt.peak
 		wk.adapt.mu.Unlock()
-		mu.Lock()
-		defer mu.Unlock()
+		most := g.peak()
 		if most > peak {
 			t.Errorf("%d handlers ran at once, the limit was at most %d", most, peak)
 		}
@@ -291,19 +279,8 @@ func TestLoweredLimitHolds(t *testing.T) {
 				t.Errorf("worker warnings:\n%s", out)
 			}
 		}()
-		var mu sync.Mutex
-		running, most := 0, 0
-		v.reg.RegisterFunc("slow", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-			mu.Lock()
-			running++
-			most = max(most, running)
-			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
-			mu.Lock()
-			running--
-			mu.Unlock()
-			return json.RawMessage(`{}`), nil
-		})
+		var g gauge
+		v.reg.RegisterFunc("slow", g.handler(2*time.Millisecond))
 		var nodes []*nodeSpec
 		for i := range 10 {
 			n := task(fmt.Sprintf("n%d", i), "slow")
@@ -340,18 +317,49 @@ func TestLoweredLimitHolds(t *testing.T) {
 			// Each execution but the last of a chain passed its slot on.
 			t.Fatalf("the slots came down to the limit only once the work ran out (%d handled)", h)
 		}
-		mu.Lock()
-		most = running
-		mu.Unlock()
+		g.restart()
 		for _, run := range runs {
 			if st := v.wait(run); st.State != RunCompleted {
 				t.Fatalf("run %s: %s %s", run, st.State, st.Error)
 			}
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if most > 2 {
+		if most := g.peak(); most > 2 {
 			t.Errorf("%d handlers ran at once after the limit went down to 2", most)
 		}
 	})
+}
+
+// A gauge counts the handlers running at once, and the most since the
+// start (or restart).
+type gauge struct {
+	mu            sync.Mutex
+	running, most int
+}
+
+// handler is a handler that takes d, counted.
+func (g *gauge) handler(d time.Duration) handlers.Func {
+	return func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+		g.mu.Lock()
+		g.running++
+		g.most = max(g.most, g.running)
+		g.mu.Unlock()
+		time.Sleep(d)
+		g.mu.Lock()
+		g.running--
+		g.mu.Unlock()
+		return json.RawMessage(`{}`), nil
+	}
+}
+
+func (g *gauge) peak() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.most
+}
+
+// restart forgets the most so far: from now on it counts from those running.
+func (g *gauge) restart() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.most = g.running
 }

@@ -84,26 +84,33 @@ func TestTasksOpenAPIMerged(t *testing.T) {
 	}
 }
 
+// taskServer starts a server with the task queue mounted (leases of
+// lease) and returns it with a client of scope work (the worker) and one
+// of scopes submit and read.
+func taskServer(t *testing.T, b backend, lease time.Duration) (ts *testServer, worker, sub *client) {
+	t.Helper()
+	tokens, err := LoadTokens("", "worker-token-0123456789 py-worker work;submit-token-0123456789 ci submit,read", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts = startServer(t, b, func(c *Config) {
+		r, err := c.Engine.NewRemote(runtime.RemoteOptions{Lease: lease, MaxWait: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Tokens = tokens
+		c.TasksHandler = tasksapi.New(tasksapi.Config{Remote: r, Authorize: Authorized})
+	})
+	return ts, ts.client(t, "worker-token-0123456789"), ts.client(t, "submit-token-0123456789")
+}
+
 // The task queue mounted in the server, over real HTTP, every request
 // and response checked against openapi.json: a token with scope work
 // polls, beats and completes; other tokens are refused with the server's
 // problems.
 func TestTaskQueue(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		tokens, err := LoadTokens("", "worker-token-0123456789 py-worker work;submit-token-0123456789 ci submit,read", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := startServer(t, b, func(c *Config) {
-			r, err := c.Engine.NewRemote(runtime.RemoteOptions{Lease: 2 * time.Second, MaxWait: 3 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Tokens = tokens
-			c.TasksHandler = tasksapi.New(tasksapi.Config{Remote: r, Authorize: Authorized})
-		})
-		worker := ts.client(t, "worker-token-0123456789")
-		sub := ts.client(t, "submit-token-0123456789")
+		ts, worker, sub := taskServer(t, b, 2*time.Second)
 		poll := map[string]any{"worker": "w1", "handlers": []string{"crm.lookup"}, "wait_ms": 3000}
 
 		if p := ts.client(t, "").do("POST", "/v1/tasks/poll", poll, nil).problem(t, 401); p.Code != "unauthorized" {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/wfc-lang/wfc/runtime"
-	"github.com/wfc-lang/wfc/server/tasksapi"
 )
 
 const timeoutTaskSource = `workflow slow {
@@ -27,20 +26,7 @@ const timeoutTaskSource = `workflow slow {
 // (409 lease-lost) that changes nothing.
 func TestTaskQueueTimeout(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		tokens, err := LoadTokens("", "worker-token-0123456789 py-worker work;submit-token-0123456789 ci submit,read", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := startServer(t, b, func(c *Config) {
-			r, err := c.Engine.NewRemote(runtime.RemoteOptions{Lease: 5 * time.Second, MaxWait: 3 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.Tokens = tokens
-			c.TasksHandler = tasksapi.New(tasksapi.Config{Remote: r, Authorize: Authorized})
-		})
-		worker := ts.client(t, "worker-token-0123456789")
-		sub := ts.client(t, "submit-token-0123456789")
+		_, worker, sub := taskServer(t, b, 5*time.Second)
 		r := sub.do("POST", "/v1/runs", map[string]any{"source": timeoutTaskSource, "inputs": map[string]any{"who": "ada"}}, nil)
 		if r.status != http.StatusCreated {
 			t.Fatalf("submit: %d %s", r.status, r.body)

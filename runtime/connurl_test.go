@@ -181,11 +181,13 @@ func TestRedisURLACLUser(t *testing.T) {
 			addr, _ := securedRedis(t, real, nil)
 			fullRun(t, "redis://alice:"+aclPassword+"@"+addr+"/0", nil)
 			err := openErr(t, "redis://alice:wrong-Pa55word@"+addr+"/0", nil)
-			if !strings.Contains(err.Error(), "WRONGPASS") {
-				t.Fatalf("wrong password: %v, want the server's WRONGPASS", err)
+			// A refused login is told at once ("refused the login"), not
+			// retried until the connect deadline ("cannot reach").
+			if !strings.Contains(err.Error(), "WRONGPASS") || !strings.Contains(err.Error(), "refused the login") {
+				t.Fatalf("wrong password: %v, want the server's WRONGPASS, at once", err)
 			}
-			if err := openErr(t, "redis://"+addr+"/0", nil); !strings.Contains(err.Error(), "NOAUTH") {
-				t.Fatalf("no password: %v, want NOAUTH", err)
+			if err := openErr(t, "redis://"+addr+"/0", nil); !strings.Contains(err.Error(), "NOAUTH") || !strings.Contains(err.Error(), "refused the login") {
+				t.Fatalf("no password: %v, want NOAUTH, at once", err)
 			}
 		})
 	}

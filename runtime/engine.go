@@ -280,18 +280,10 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 
 // permanentConnErr reports a Redis error that retrying the connection
 // cannot fix: wrong credentials (WRONGPASS, NOAUTH) or an ACL user lacking
-// a permission the runtime needs (NOPERM). The messages carry no password.
+// a permission the runtime needs (NOPERM), as go-redis classifies them.
+// The messages carry no password.
 func permanentConnErr(err error) bool {
-	if err == nil {
-		return false
-	}
-	m := err.Error()
-	for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
-		if strings.HasPrefix(m, p) || strings.Contains(m, " "+p+" ") || strings.Contains(m, ": "+p) {
-			return true
-		}
-	}
-	return false
+	return err != nil && (redis.IsAuthError(err) || redis.IsPermissionError(err))
 }
 
 // embeddedConnectTimeout is Open's hang guard for the embedded server

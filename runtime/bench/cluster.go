@@ -2,9 +2,10 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -27,8 +28,12 @@ import (
 // temporary directory removed by Close.
 type LocalCluster struct {
 	Addrs []string
-	dir   string
-	procs []*exec.Cmd
+	// password: every node requires it (requirepass), so that another
+	// local user cannot reach the nodes while the bench runs; a secret of
+	// this process, in URL only.
+	password string
+	dir      string
+	procs    []*exec.Cmd
 }
 
 // StartCluster starts a cluster of masters masters. It needs redis-server
@@ -48,7 +53,7 @@ func StartCluster(ctx context.Context, masters int) (*LocalCluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &LocalCluster{dir: dir}
+	c := &LocalCluster{dir: dir, password: rand.Text()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -62,7 +67,7 @@ func StartCluster(ctx context.Context, masters int) (*LocalCluster, error) {
 	}
 	nodes := make([]*redis.Client, masters)
 	for i, a := range c.Addrs {
-		nodes[i] = redis.NewClient(&redis.Options{Addr: a})
+		nodes[i] = redis.NewClient(&redis.Options{Addr: a, Password: c.password})
 		defer nodes[i].Close()
 	}
 	for i, n := range nodes {
@@ -115,6 +120,7 @@ func (c *LocalCluster) startNode(ctx context.Context, bin string, i int) error {
 		cmd := exec.Command(bin,
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", d,
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+			"--requirepass", c.password, "--masterauth", c.password,
 			"--logfile", filepath.Join(d, "redis.log"),
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(d, "nodes.conf"),
 			"--cluster-node-timeout", "5000",
@@ -128,7 +134,7 @@ func (c *LocalCluster) startNode(ctx context.Context, bin string, i int) error {
 		var once sync.Once
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); once.Do(func() { close(exited) }) }()
-		if last = waitPing(ctx, addr, exited); last == nil {
+		if last = waitPing(ctx, addr, c.password, exited); last == nil {
 			c.Addrs = append(c.Addrs, addr)
 			c.procs = append(c.procs, cmd)
 			return nil
@@ -144,8 +150,8 @@ func (c *LocalCluster) startNode(ctx context.Context, bin string, i int) error {
 }
 
 // waitPing waits until the server at addr answers PING, for at most 10 s.
-func waitPing(ctx context.Context, addr string, exited <-chan struct{}) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+func waitPing(ctx context.Context, addr, password string, exited <-chan struct{}) error {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -171,7 +177,7 @@ func waitPing(ctx context.Context, addr string, exited <-chan struct{}) error {
 // free too, below the usual ephemeral range so that p+10000 exists.
 func freePortPair() (int, error) {
 	for range 200 {
-		p := 15000 + rand.IntN(15000)
+		p := 15000 + mrand.IntN(15000)
 		a, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
@@ -193,7 +199,10 @@ func lastLines(s string, n int) string {
 }
 
 // URL returns the cluster's URL as the runtime takes it.
-func (c *LocalCluster) URL() string { return "redis+cluster://" + strings.Join(c.Addrs, ",") }
+// It holds the password: never print or log it.
+func (c *LocalCluster) URL() string {
+	return "redis+cluster://:" + c.password + "@" + strings.Join(c.Addrs, ",")
+}
 
 // Close stops every node (SIGKILL: there is nothing to save) and removes
 // the directory.

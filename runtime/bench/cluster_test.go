@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	wfrt "github.com/wfc-lang/wfc/runtime"
 	"github.com/wfc-lang/wfc/runtime/internal/redistest"
 )
 
@@ -225,4 +226,26 @@ func TestBadClusters(t *testing.T) {
 	if _, err := clusterOptions("redis+cluster://"); err == nil {
 		t.Error("a cluster URL without nodes parsed")
 	}
+}
+
+// A local cluster's nodes require its password: another local user
+// cannot reach them while the bench runs; the URL carries it.
+func TestLocalClusterPassword(t *testing.T) {
+	redistest.Require(t)
+	ctx := context.Background()
+	c, err := StartCluster(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	anon := redis.NewClient(&redis.Options{Addr: c.Addrs[0]})
+	defer anon.Close()
+	if err := anon.Ping(ctx).Err(); err == nil || !redis.IsAuthError(err) {
+		t.Fatalf("PING without the password: %v, want NOAUTH", err)
+	}
+	e, err := wfrt.Open(ctx, wfrt.Options{RedisURL: c.URL()})
+	if err != nil {
+		t.Fatalf("opening the runtime on the URL: %v", err)
+	}
+	e.Close()
 }

@@ -68,6 +68,7 @@ type plan struct {
 	// inputReads caches readsInput (under ancMu); inputsDecoded counts
 	// the decodings of a run's inputs (a test reads it).
 	inputReads    map[string]bool
+	ahead         map[string]bool // aheadNode, under ancMu
 	inputsDecoded atomic.Int64
 
 	simpleOnce sync.Once

@@ -183,7 +183,9 @@ func TestOutsideCallsRacePatches(t *testing.T) {
 func TestPatchRefusesFinishingRun(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b, Options{Queues: map[string]string{"count": "side"}})
-		w := build(t, wfSpec{outputs: []ir.Output{output("r", "a.output")},
+		// The output naming run is not evaluated ahead (ahead.go): the
+		// run ends through its finish token.
+		w := build(t, wfSpec{outputs: []ir.Output{output("r", "a.output"), output("ok", `run.id != ""`)},
 			nodes: []*nodeSpec{task("a", "count", with("n", konst(`1`)))}})
 		v.worker(func(o *WorkerOptions) { o.Queues = []string{"side"} })
 		run := v.submit(w, nil)
@@ -213,7 +215,7 @@ func TestPatchRefusesFinishingRun(t *testing.T) {
 		}
 		v.worker(func(o *WorkerOptions) { o.Queues = []string{ControlQueue} })
 		st := v.wait(run)
-		if st.State != RunCompleted || string(st.Result) != `{"r":{"n":1}}` || st.Nodes["late"] != nil {
+		if st.State != RunCompleted || string(st.Result) != `{"r":{"n":1},"ok":true}` || st.Nodes["late"] != nil {
 			t.Fatalf("status: %s", dump(st))
 		}
 	})

@@ -349,6 +349,11 @@ func (j *job) advance(a completeArgs) (done bool, err error) {
 		args = append(args, s.id, q, nin, s.rd)
 	}
 	args = append(args, j.m.Graph) // the graph decided from (a patch may change it)
+	if outputs == "1" {
+		if res, ok := j.resultAhead(a.Output); ok {
+			args = append(args, res) // ahead.go
+		}
+	}
 	reply, err := j.batched(j.w.st.scripts["advance"], j.w.st.ks.advanceKeys(j.ref.id, j.ref.queues), args...)
 	res, _ := reply.(string)
 	if err != nil {
@@ -1296,28 +1301,9 @@ func (j *job) finish() error {
 	if err == nil && len(j.p.w.Goals) > 0 {
 		goalErr, err = j.goals()
 	}
-	var b strings.Builder
+	result := ""
 	if err == nil && goalErr == "" {
-		b.WriteByte('{')
-		for i := range j.p.w.Outputs {
-			o := &j.p.w.Outputs[i]
-			v, e := j.p.evalJSON(j.ctx, &o.Expr, "output "+o.Name, act, j.maxOutput())
-			if e == nil && b.Len()+len(v) > j.maxOutput() {
-				e = fmt.Errorf("the result is over the limit of %d bytes (max_output_bytes)", j.maxOutput())
-			}
-			if e != nil {
-				err = e
-				break
-			}
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			k, _ := json.Marshal(o.Name)
-			b.Write(k)
-			b.WriteByte(':')
-			b.Write(v)
-		}
-		b.WriteByte('}')
+		result, err = j.evalOutputs(act)
 	}
 	var re redisErr
 	if errors.As(err, &re) {
@@ -1329,9 +1315,35 @@ func (j *job) finish() error {
 	} else if err != nil {
 		a.Error = "workflow outputs: " + j.w.opts.Secrets.Text(err.Error())
 	} else {
-		a.Result = string(j.w.opts.Secrets.JSON([]byte(b.String())))
+		a.Result = string(j.w.opts.Secrets.JSON([]byte(result)))
 	}
 	return j.script("finish", a)
+}
+
+// evalOutputs evaluates the workflow's outputs in act: the run's result,
+// a JSON object of at most max_output_bytes.
+func (j *job) evalOutputs(act vars) (string, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i := range j.p.w.Outputs {
+		o := &j.p.w.Outputs[i]
+		v, err := j.p.evalJSON(j.ctx, &o.Expr, "output "+o.Name, act, j.maxOutput())
+		if err == nil && b.Len()+len(v) > j.maxOutput() {
+			err = fmt.Errorf("the result is over the limit of %d bytes (max_output_bytes)", j.maxOutput())
+		}
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(o.Name)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.String(), nil
 }
 
 // hasExprs reports whether a node has expressions: a node without needs no

@@ -29,7 +29,9 @@
 --       the order of the node's edges: its id, the index of its queue,
 --       its number of incoming edges if it is a join, negative for a join
 --       any (else 0), and the state fields its token carries (its graph
---       field rd, comma-separated; '' for none: step.lua's carry).
+--       field rd, comma-separated; '' for none: step.lua's carry); then,
+--       optionally, the graph suffix the worker decided from and, only
+--       after it, the run's result evaluated ahead (below).
 -- Written for Redis's Lua, where every redis.call costs about 1 µs, a
 -- table 0.15 µs, a call of a built-in function (tonumber, math.floor,
 -- tostring) 0.1 to 0.3 µs and a number turned into a string 0.3 µs
@@ -44,9 +46,16 @@ local node, out, nh, now, mid, run = A[1], A[2], A[3], A[5], A[7], A[8]
 local na = #A
 -- A last, extra argument is the graph suffix the worker decided the
 -- successors from: a run patched since (patch.lua) takes complete, whose
--- header refuses a stale graph.
-local gexp = nil
-if na > 11 and (na - 11) % 4 == 1 then gexp = A[na]; na = na - 1 end
+-- header refuses a stale graph. After it may come the run's result,
+-- evaluated ahead (runtime/ahead.go: the workflow's outputs read only
+-- this node's output): used when this completion ends the run, instead of
+-- a finish token; else ignored.
+local gexp, ahead = nil, nil
+if na > 11 and (na - 11) % 4 == 1 then
+  gexp = A[na]; na = na - 1
+elseif na > 12 and (na - 11) % 4 == 2 then
+  gexp, ahead = A[na - 1], A[na]; na = na - 2
+end
 local n = (na - 11) / 4
 local mq = tonumber(A[6])
 local qmsg = mq and mq > 0 and mq % 1 == 0 and KEYS[2 + mq]
@@ -197,11 +206,19 @@ if c < 0 then return 'slow' end
 -- once, its status written with the rest.
 local outputs = A[10] == '1'
 local ends = dc ~= 0 and c == 0
-local finishing = ends and outputs
--- A run that ends here and has keys or a timer this script is not given
--- ends through complete (KEYS, above).
+-- A run that has keys or a timer this script is not given ends through
+-- complete (KEYS, above), or through a finish token.
 local dl = r[6]
-if ends and not outputs and (r[8] or (dl and dl ~= '0' and dl + 0 > 0)) then return 'slow' end
+local plain = not r[8] and not (dl and dl ~= '0' and dl + 0 > 0)
+-- The result evaluated ahead ends the run here, as finish.lua would, when
+-- it fits in the run's stored values (else the finish token fails the run).
+local result = nil
+if ends and outputs and ahead and plain and (maxst == 0 or used + #ahead <= maxst) then
+  result, outputs = ahead, false
+  sets[8] = tostring(used + #ahead)
+end
+local finishing = ends and outputs
+if ends and not outputs and not plain then return 'slow' end
 if finishing then
   sets[ns + 1] = COUNTER
   sets[ns + 2] = '1'
@@ -220,6 +237,11 @@ if ends and not outputs then
   sets[ns + 3] = 'run|ended'
   sets[ns + 4] = now
   ns = ns + 4
+  if result then
+    sets[ns + 1] = 'run|result'
+    sets[ns + 2] = result
+    ns = ns + 2
+  end
 end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
@@ -235,7 +257,11 @@ if finishing then
   call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen, gs, mh))
   stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)
 elseif ends then
-  stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)
+  if result then
+    stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, 'result', result, nil, nil}, 9, 0, nexts, 0)
+  else
+    stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)
+  end
   local ret = r[5]
   if ret and ret ~= '0' and ret + 0 > 0 then
     call('PEXPIRE', STATE, ret)

@@ -9,7 +9,7 @@ if redis.call('SISMEMBER', APPLIED, op) == 1 then return 'dup' end
 
 addop(op)
 redis.call('HSET', STATE, 'run|status', 'cancelled', 'run|ended', NOW, 'run|error', A.reason)
-local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+local info = graphinfo()
 redis.call('ZREM', qtimers(info.ctl), deadline_member())
 event('run.cancelled', 0, 'reason', A.reason)
 endrun()

@@ -23,7 +23,7 @@ if A.error and A.error ~= '' then
 else
   addbytes(#A.result)
   redis.call('HSET', STATE, 'run|status', 'completed', 'run|result', A.result, 'run|ended', NOW)
-  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  local info = graphinfo()
   redis.call('ZREM', qtimers(info.ctl), deadline_member())
   event('run.completed', -1, 'result', A.result)
   endrun()

@@ -389,13 +389,21 @@ local function compdispatch(idx)
   event('comp.queued', 0, 'x', x, 'idx', idx)
 end
 
+-- graphinfo: the graph's "_" entry (its control queue, outputs, finally),
+-- read and decoded once per call (settle, failrun and endrun each need it).
+local INFO = nil
+local function graphinfo()
+  if not INFO then INFO = cjson.decode(redis.call('HGET', GRAPH, '_')) end
+  return INFO
+end
+
 -- endrun: the run has ended (completed, cancelled, or failed with its
 -- compensations done), in the same script as the transition that ends it.
 -- A workflow with a finally queues it once (a final token; finaldone
 -- records it and then sets the expiry); otherwise every key of the run
 -- expires after its retention now.
 local function endrun()
-  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  local info = graphinfo()
   -- A child run (flow.go) tells its parent's flow node that it ended: a
   -- child token on the control queue, which is the parent's too (a child
   -- run's id puts it in its parent's shard).
@@ -425,7 +433,7 @@ end
 local function failrun(err, x)
   redis.call('HSET', STATE, 'run|status', 'failed', 'run|error', err, 'run|ended', NOW)
   if x and x ~= '' then redis.call('HSET', STATE, 'run|failed_node', x) end
-  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  local info = graphinfo()
   redis.call('ZREM', qtimers(info.ctl), deadline_member())
   event('run.failed', 0, 'error', err, 'x', x or '')
   local n = redis.call('LLEN', COMP)
@@ -445,7 +453,7 @@ local function settle()
   local c = redis.call('HINCRBY', STATE, COUNTER, DC)
   DC = 0
   if c ~= 0 then return c end
-  local info = cjson.decode(redis.call('HGET', GRAPH, '_'))
+  local info = graphinfo()
   if info.outputs then
     redis.call('XADD', qstream(info.ctl), '*', 't', token('finish', '', '', 0, 1, -1))
     -- run|finishing (the generation): patch.lua refuses a run whose work

@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +87,101 @@ func TestResultAhead(t *testing.T) {
 				}
 			})
 		}
+	})
+}
+
+// Random DAGs (model_test.go's: joins, predicates, branches, on_error,
+// failing nodes) whose output reads one random node's output, or nothing
+// but constants: each runs with the fast paths (the result ahead where it
+// applies) and without, on the same inputs, and both runs must end the
+// same: status, result, error and every node's state and output.
+func TestRandomDAGsResultAhead(t *testing.T) {
+	seed := seedFromEnv(t)
+	forBackends(t, func(t *testing.T, b backend) {
+		var envs [2]*env
+		for i, general := range []bool{false, true} {
+			envs[i] = newEnv(t, b, Options{generalOnly: general})
+			envs[i].worker(func(o *WorkerOptions) { o.Concurrency, o.generalOnly = 16, general })
+		}
+		r := rand.New(rand.NewPCG(seed, 11))
+		var inputs []ir.Input
+		for f := 0; f < mflags; f++ {
+			inputs = append(inputs, input(fmt.Sprintf("f%d", f), ir.KindBool))
+		}
+		type pair struct {
+			runs [2]string
+			desc string
+		}
+		var pairs []pair
+		for k := 0; k < 16; k++ {
+			ns := genModel(r)
+			if k%2 == 0 {
+				// Half are plain DAGs (no predicate, branch, failure or
+				// settled join): their runs end in a completion, where
+				// the result may come ahead.
+				for _, m := range ns {
+					m.when, m.fails, m.onError, m.branches, m.rules, m.def = -1, false, nil, false, nil, nil
+					if m.join == ir.JoinSettled {
+						m.join = ir.JoinAll
+					}
+				}
+			}
+			var specs []*nodeSpec
+			for _, m := range ns {
+				specs = append(specs, m.spec(ns))
+			}
+			out := output("k", `"done"`)
+			if k%3 != 0 {
+				// Most often the last node (a sink, most likely to end
+				// the run), else any.
+				id := ns[len(ns)-1].id
+				if k%3 == 2 {
+					id = ns[r.IntN(len(ns))].id
+				}
+				out = output("r", fmt.Sprintf("has(%s.output) ? %s.output : null", id, id))
+			}
+			w := build(t, wfSpec{name: fmt.Sprintf("ahead%d", k), inputs: inputs, nodes: specs, outputs: []ir.Output{out}})
+			for c := 0; c < 2; c++ {
+				in := map[string]any{}
+				for f := 0; f < mflags; f++ {
+					in[fmt.Sprintf("f%d", f)] = r.IntN(2) == 0
+				}
+				p := pair{desc: fmt.Sprintf("workflow %d (%s) inputs %v", k, out.Expr.CEL, in)}
+				for i, v := range envs {
+					p.runs[i] = v.submit(w, in)
+				}
+				pairs = append(pairs, p)
+			}
+		}
+		ahead := 0
+		for _, p := range pairs {
+			var dumps [2]string
+			for i, v := range envs {
+				st := v.wait(p.runs[i])
+				v.check(p.runs[i])
+				if st.State == RunFailed {
+					// A failing node ends the run while others run: which
+					// of those ran first is a race either way.
+					st = &Status{State: st.State}
+				}
+				st.RunID, st.Created, st.Ended, st.Expires = "", time.Time{}, time.Time{}, time.Time{}
+				dumps[i] = dump(st)
+			}
+			if dumps[0] != dumps[1] {
+				t.Errorf("%s: the fast and general runs end differently:\n%s\n%s", p.desc, dumps[0], dumps[1])
+			}
+			evs, err := envs[0].e.Events(envs[0].ctx, p.runs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(evs); n > 0 && evs[n-1].Type == "run.completed" && !slices.ContainsFunc(evs, func(ev Event) bool { return ev.Type == "run.finishing" }) {
+				ahead++
+			}
+		}
+		// The seed's workflows gave some runs their result ahead.
+		if ahead == 0 {
+			t.Errorf("no run of %d ended with its result ahead", len(pairs))
+		}
+		t.Logf("%d of %d runs ended with their result ahead", ahead, len(pairs))
 	})
 }

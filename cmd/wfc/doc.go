@@ -45,7 +45,7 @@
 // # Run, worker and the run commands
 //
 //	wfc run [--redis URL] [--input NAME=VALUE]... [--input-file F.json]
-//	        [--workers N] [--allow-exec] [--http-allow HOSTS] [--http-deny HOSTS]
+//	        [--concurrency N] [--max-concurrency N] [--allow-exec] [--http-allow HOSTS] [--http-deny HOSTS]
 //	        [--secrets-file F] [MODEL FLAGS] [--json] [-q] FILE
 //	wfc worker --redis URL [--queues Q,...] [--concurrency N] [--max-concurrency N] [--allow-exec]
 //	        [--http-allow HOSTS] [--http-deny HOSTS] [--secrets-file F]

@@ -42,6 +42,10 @@ start when no live worker serves that queue. When the run ends wfc deletes
 its private queue; interrupted, it cancels the run, which no other process
 can serve.
 
+The in-process workers' concurrency, the handlers they run at once, adapts
+as that of 'wfc worker' does ('wfc help worker'): --max-concurrency bounds
+it, --concurrency N fixes it at N.
+
 Inputs are given with --input NAME=VALUE (repeatable) and --input-file
 F.json (a JSON object). A VALUE is taken as it is for an input declared
 string, is a duration literal for one declared duration (--input
@@ -194,7 +198,9 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	var inputs listFlag
 	fs.Var(&inputs, "input", "input `NAME=VALUE`; repeatable")
 	inputFile := fs.String("input-file", "", "read inputs from a JSON object in `FILE`")
-	workers := fs.Int("workers", 4, "in-process workers")
+	cf := addConcurrencyFlags(fs)
+	var workers legacyWorkers
+	fs.Var(&workers, "workers", "the former name of --concurrency: a fixed concurrency of `N`")
 	hf := addHandlerFlags(fs, env)
 	mf := addModelFlags(fs, env)
 	secretsFile := fs.String("secrets-file", "", "the in-process workers' secrets: a JSON object of name -> value in `FILE` (mode 0600); also $WFC_SECRET_<name>")
@@ -210,8 +216,17 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	if rf.badRetention() {
 		return fs.usageError(env, "--retention must be 0 (keep forever) or a positive duration")
 	}
-	if *workers < 1 {
-		return fs.usageError(env, "--workers must be at least 1")
+	if code, ok := cf.check(env); !ok {
+		return code
+	}
+	if workers.set {
+		if workers.n < 1 {
+			return fs.usageError(env, "--workers must be at least 1")
+		}
+		if cf.given() {
+			return fs.usageError(env, "--workers is the former name of --concurrency: give --concurrency only")
+		}
+		*cf.conc = workers.n
 	}
 	reg, err := hf.registry()
 	if err != nil {
@@ -269,7 +284,7 @@ func runRun(ctx context.Context, env *Env, args []string) int {
 	// `wfc run` last at least a second). A short grace: when the run has
 	// ended (its deadline, a failure elsewhere), the handlers still running
 	// are of an ended run and are cancelled (exec's process group killed).
-	eng.StartWorkers(ctx, *workers, rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond}))
+	startInProcess(ctx, eng, cf.options(rf.values.worker(runtime.WorkerOptions{Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), Block: 100 * time.Millisecond, ShutdownGrace: 500 * time.Millisecond})))
 	defer eng.StopWorkers()
 	// Once the run has ended (or been cancelled), its private queue and
 	// graph go: no other process serves them.
@@ -678,8 +693,7 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	rf.values.addWorkerBounds(fs)
 	queues := fs.String("queues", "", "comma-separated `QUEUES` to serve (default: the control queue, default, and h:exec with --allow-exec)")
 	deadAfter := fs.Duration("dead-after", runtime.DefaultDeadAfter, "count a worker dead, and remove its consumer from the queues once it has no pending messages, when its registry heartbeat is older than `DURATION`")
-	conc := fs.Int("concurrency", 0, "handlers run at once (0: adaptive, from 16 per CPU, moved to what the handlers and the machine sustain)")
-	maxConc := fs.Int("max-concurrency", runtime.DefaultMaxConcurrency, "the most handlers an adaptive concurrency runs at once")
+	cf := addConcurrencyFlags(fs)
 	hf := addHandlerFlags(fs, env)
 	services := &serviceFlags{}
 	fs.Var(services, "handler", "run handler `NAME=URL` as an HTTP service: each task is POSTed to URL and the JSON response is its output (docs/handlers.md); repeatable")
@@ -710,8 +724,8 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 	if *deadAfter <= 0 {
 		return fs.usageError(env, "--dead-after must be a positive duration")
 	}
-	if *conc < 0 || *maxConc < 1 {
-		return fs.usageError(env, "--concurrency must be 0 (adaptive) or more, --max-concurrency at least 1")
+	if code, ok := cf.check(env); !ok {
+		return code
 	}
 	if *rf.redis == "" {
 		return fs.usageError(env, "--redis (or $WFC_REDIS) is required: a worker serves a shared Redis")
@@ -750,12 +764,8 @@ func runWorker(ctx context.Context, env *Env, args []string) int {
 		// The names only, never a value.
 		fmt.Fprintf(env.Stderr, "wfc worker: secrets %s\n", strings.Join(secrets.Names(), ", "))
 	}
-	wk := eng.StartWorkers(ctx, *conc, rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), DeadAfter: *deadAfter, MaxConcurrency: *maxConc}))
-	concurrency := fmt.Sprintf("concurrency %d", *conc)
-	if *conc == 0 {
-		concurrency = fmt.Sprintf("concurrency adaptive, %d to start, at most %d", wk.Stats().Limit, *maxConc)
-	}
-	fmt.Fprintf(env.Stderr, "wfc worker: serving %s, queues %s (%s)\n", eng.RedisAddr(), strings.Join(wk.Queues(), ", "), concurrency)
+	wk := eng.StartWorkers(ctx, 0, cf.options(rf.values.worker(runtime.WorkerOptions{Queues: qs, Handlers: reg, Secrets: secrets, Model: model, Tools: toolset, AgentPatch: agentPatch(eng), DeadAfter: *deadAfter})))
+	fmt.Fprintf(env.Stderr, "wfc worker: serving %s, queues %s (%s)\n", eng.RedisAddr(), strings.Join(wk.Queues(), ", "), cf.describe(wk))
 	<-ctx.Done()
 	fmt.Fprintln(env.Stderr, "wfc worker: stopping")
 	eng.StopWorkers()

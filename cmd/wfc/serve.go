@@ -35,8 +35,10 @@ changes) or of $WFC_SERVE_TOKENS; each line is
 admin, work. Without tokens the server listens on loopback only: it refuses
 to start on any other address. --tls-cert and --tls-key serve HTTPS.
 
-The server runs --workers in-process workers (built-in handlers); with a
-shared Redis, 'wfc worker' processes may serve the runs too. SIGINT or
+The server runs an in-process worker (built-in handlers) whose
+concurrency adapts as that of 'wfc worker' does ('wfc help worker'), unless
+--concurrency N fixes it; --workers 0 runs none. With a shared Redis,
+'wfc worker' processes may serve the runs too. SIGINT or
 SIGTERM drains: new requests are refused, event streams end, requests in
 flight finish (at most --drain).
 
@@ -52,7 +54,9 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	cert := fs.String("tls-cert", "", "serve HTTPS with the certificate in `FILE` (PEM)")
 	key := fs.String("tls-key", "", "the private key of --tls-cert in `FILE` (PEM)")
 	ckey := fs.String("completion-key-file", env.Getenv("WFC_COMPLETION_KEY_FILE"), "sign completion tokens with the key in `FILE` (at least 32 bytes; default a random key of this process, $WFC_COMPLETION_KEY_FILE)")
-	workers := fs.Int("workers", 4, "in-process workers (0: none; 'wfc worker' serves the runs)")
+	cf := addConcurrencyFlags(fs)
+	var workers legacyWorkers
+	fs.Var(&workers, "workers", "0: no in-process worker ('wfc worker' processes serve the runs); `N` > 0: the former name of --concurrency N")
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in `BYTES`")
 	taskLease := fs.Duration("task-lease", 30*time.Second, "how long a task polled from /v1/tasks/ stays with its worker without a heartbeat")
 	taskWait := fs.Duration("task-max-wait", 30*time.Second, "the longest a /v1/tasks/poll waits for a task")
@@ -66,6 +70,24 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	}
 	if len(args) != 0 {
 		return fs.usageError(env, "serve takes no arguments")
+	}
+	if code, ok := cf.check(env); !ok {
+		return code
+	}
+	inProcess := true
+	if workers.set {
+		switch {
+		case workers.n < 0:
+			return fs.usageError(env, "--workers must be 0 (no in-process worker) or more, not %d", workers.n)
+		case cf.given() && workers.n == 0:
+			return fs.usageError(env, "--workers 0 runs no in-process worker: it takes no --concurrency or --max-concurrency")
+		case cf.given():
+			return fs.usageError(env, "--workers N is the former name of --concurrency N: give --concurrency only")
+		case workers.n == 0:
+			inProcess = false
+		default:
+			*cf.conc = workers.n
+		}
 	}
 	if (*cert == "") != (*key == "") {
 		return fs.usageError(env, "give --tls-cert and --tls-key together")
@@ -105,9 +127,11 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	defer eng.Close()
 	wctx, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
-	if *workers > 0 {
-		eng.StartWorkers(wctx, *workers)
+	worker := "no in-process worker"
+	if inProcess {
+		wk := startInProcess(wctx, eng, cf.options(runtime.WorkerOptions{}))
 		defer eng.StopWorkers()
+		worker = "in-process worker " + cf.describe(wk)
 	}
 	// The remote task queue (docs/handlers.md): handlers in any language
 	// poll /v1/tasks/, behind the server's tokens with scope "work".
@@ -145,7 +169,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	if *rf.redis != "" {
 		redis = "Redis " + eng.RedisAddr()
 	}
-	fmt.Fprintf(env.Stderr, "wfc serve: listening on %s://%s (%s)\n", scheme, ln.Addr(), redis)
+	fmt.Fprintf(env.Stderr, "wfc serve: listening on %s://%s (%s; %s)\n", scheme, ln.Addr(), redis, worker)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

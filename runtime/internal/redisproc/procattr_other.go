@@ -1,6 +1,6 @@
 //go:build !linux
 
-package redistest
+package redisproc
 
 import "os/exec"
 

@@ -562,6 +562,9 @@ func decodeJSON(data []byte) (any, error) {
 	if string(data) == "{}" { // the output of many handlers (noop)
 		return map[string]any{}, nil
 	}
+	if v, ok := fastJSON(data); ok {
+		return v, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -47,7 +48,25 @@ type celCache struct {
 	mu   sync.Mutex
 	prg  map[string]cel.Program
 	refs map[string][]string // names an expression refers to
-	vars []string
+	// cheap: expressions whose cost cel-go bounds statically at
+	// celCheapCost or less (no comprehension, no value of unknown size
+	// to walk): eval runs them without the timeout's context.
+	cheap map[string]bool
+	vars  []string
+}
+
+// celCheapCost is the static cost bound under which an expression is
+// evaluated without a deadline: a few thousand steps take microseconds,
+// and the cost limit still applies. Setting up the deadline (a timer and
+// two cancellable contexts) cost more than most evaluations.
+const celCheapCost = 10_000
+
+// noSizes estimates nothing: every value of unknown size is unbounded.
+type noSizes struct{}
+
+func (noSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+func (noSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 func newCELCache(p *plan) *celCache {
@@ -63,7 +82,7 @@ func newCELCache(p *plan) *celCache {
 		}
 	}
 	sort.Strings(vars)
-	return &celCache{prg: map[string]cel.Program{}, refs: map[string][]string{}, vars: vars}
+	return &celCache{prg: map[string]cel.Program{}, refs: map[string][]string{}, cheap: map[string]bool{}, vars: vars}
 }
 
 func (c *celCache) program(src string) (cel.Program, error) {
@@ -107,7 +126,18 @@ func (c *celCache) program(src string) (cel.Program, error) {
 		}
 	}
 	c.refs[src] = names
+	if est, err := c.env.EstimateCost(ast, noSizes{}); err == nil && est.Max <= celCheapCost {
+		c.cheap[src] = true
+	}
 	return p, nil
+}
+
+// isCheap reports whether a compiled expression's cost is statically
+// bounded by celCheapCost.
+func (c *celCache) isCheap(src string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cheap[src]
 }
 
 // sizeCost charges a call that makes a string, bytes, list or map by the
@@ -358,9 +388,14 @@ func (p *plan) eval(ctx context.Context, e *ir.Expr, what string, act vars) (ref
 	if err != nil {
 		return nil, &evalError{what, e.Loc, err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, celEvalTimeout)
-	defer cancel()
-	val, _, err := prg.ContextEval(ctx, map[string]any(act))
+	var val ref.Val
+	if p.cel.isCheap(e.CEL) {
+		val, _, err = prg.Eval(map[string]any(act))
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, celEvalTimeout)
+		val, _, err = prg.ContextEval(ctx, map[string]any(act))
+		cancel()
+	}
 	if err != nil {
 		return nil, &evalError{what, e.Loc, err}
 	}

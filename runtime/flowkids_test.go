@@ -89,182 +89,201 @@ func TestFlowChildRefused(t *testing.T) {
 // The doomed worker serves the control queue only: the child's task (and
 // the parent's, a) run on the rescuer (from the start when none dies).
 func TestFlowChildRecordedNotSubmitted(t *testing.T) {
-	const timedOut = NodeFailed + " " + handlers.CodeTimeout
-	cases := []struct {
-		name    string
-		shape   string // "one" flow node c, "each" (c's item 0), "first" (a join first j of a and c), "timeout" (c's, 300 ms), "retry" (and 2 attempts)
-		phase   string // where the hook acts: "recorded" or "submitted"
-		cancel  bool   // the hook cancels the parent
-		until   string // then the hook waits for c's state (with code when failed)
-		kill    bool   // then the worker dies
-		want    string // the parent's end
-		node    string // c's end, with code when failed
-		started bool   // the hook's child exists in the end
-	}{
-		{"worker dies, parent goes on", "one", "recorded", false, "", true, RunCompleted, NodeCompleted, true},
-		{"parent cancelled, worker dies", "one", "recorded", true, "", true, RunCancelled, NodeWaiting, false},
-		{"parent cancelled, worker goes on", "one", "recorded", true, "", false, RunCancelled, NodeWaiting, false},
-		{"item: worker dies, parent goes on", "each", "recorded", false, "", true, RunCompleted, NodeCompleted, true},
-		{"item: parent cancelled, worker dies", "each", "recorded", true, "", true, RunCancelled, NodeRunning, false},
-		{"parent cancelled after the submit, worker dies", "one", "submitted", true, "", true, RunCancelled, NodeWaiting, true},
-		{"join first cancels, worker dies", "first", "recorded", false, "", true, RunCompleted, NodeCancelled, false},
-		{"join first cancels, worker goes on late", "first", "recorded", false, NodeCancelled, false, RunCompleted, NodeCancelled, false},
-		{"timeout passes, worker dies", "timeout", "recorded", false, "", true, RunFailed, timedOut, false},
-		{"timeout passes, worker goes on late", "retry", "recorded", false, NodeRetrying, false, RunCompleted, NodeCompleted, false},
-	}
 	forBackends(t, func(t *testing.T, b backend) {
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				var h func(ctx context.Context, phase, child string)
-				v := newEnv(t, b, Options{flowHook: func(ctx context.Context, phase, child string) { h(ctx, phase, child) }})
-				o := fastWorker(v.reg)
-				o.crash, o.Consumer, o.Queues = true, "doomed", []string{ControlQueue}
-				ctx1, kill := context.WithCancel(v.ctx)
-				defer kill()
-				run := "parent-" + strings.NewReplacer(" ", "-", ",", "", ":", "").Replace(c.name)
-				var acted atomic.Int32
-				var kid atomic.Value
-				// a (of the join first) runs once c's child is recorded.
-				v.reg.RegisterFunc("gate", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-					for acted.Load() == 0 {
-						select {
-						case <-ctx.Done():
-							return nil, ctx.Err()
-						case <-time.After(10 * time.Millisecond):
-						}
-					}
-					return json.RawMessage(`{}`), nil
-				})
-				h = func(ctx context.Context, phase, child string) {
-					if phase != c.phase || !acted.CompareAndSwap(0, 1) {
-						return
-					}
-					kid.Store(child)
-					if c.cancel {
-						if err := v.e.Cancel(v.ctx, run); err != nil {
-							t.Errorf("cancel: %v", err)
-						}
-					}
-					for deadline := time.Now().Add(20 * time.Second); c.until != ""; time.Sleep(10 * time.Millisecond) {
-						st, err := v.e.Status(v.ctx, run)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						if ns := st.Nodes["c"]; ns != nil && strings.TrimSpace(ns.State+" "+ns.Code) == c.until {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Errorf("c never became %s: %s", c.until, dump(st))
-							return
-						}
-					}
-					// Then the parent gives the child up (the unchild or
-					// flowtimeout token's handling), before this submit.
-					for deadline := time.Now().Add(20 * time.Second); c.until != ""; time.Sleep(10 * time.Millisecond) {
-						if ok, err := v.e.st.rdb.HExists(v.ctx, v.e.st.ks.state(run), "ch|"+child).Result(); err != nil || !ok {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Errorf("the record of child %s was never closed", child)
-							return
-						}
-					}
-					if c.kill {
-						kill()
-						waitDone(t, ctx) // the handling sees the stop: it goes no further
-					}
-				}
-				w1 := v.e.NewWorker(o)
-				done1 := make(chan struct{})
-				go func() { defer close(done1); w1.Run(ctx1) }()
-				if !c.kill {
-					v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer" })
-				}
-
-				child := childWF(t, "child", "count")
-				nodes := []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("2")))}
-				switch c.shape {
-				case "each":
-					nodes = []*nodeSpec{flowNode(t, "c", child, forEach("x", "[2]", 0), fwith("n", cexpr("x")))}
-				case "first":
-					nodes = append(nodes, task("a", "gate"), task("j", "noop", after("a", "c"), joinMode(ir.JoinFirst)))
-				case "timeout":
-					nodes = []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("2")), timeout(300))}
-				case "retry":
-					nodes = []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("2")), timeout(300), retry(2, "fixed", 1000))}
-				}
-				w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{child}, nodes: nodes})
-				if _, err := v.e.Submit(v.ctx, w, nil, WithRunID(run)); err != nil {
-					t.Fatal(err)
-				}
-				deadline := time.Now().Add(20 * time.Second)
-				for acted.Load() == 0 && time.Now().Before(deadline) {
-					time.Sleep(10 * time.Millisecond)
-				}
-				if acted.Load() == 0 {
-					t.Fatal("the hook never acted")
-				}
-				if c.kill {
-					select {
-					case <-done1:
-					case <-time.After(20 * time.Second):
-						t.Fatal("the doomed worker did not stop")
-					}
-					// Before anyone takes the message again: the parent
-					// names no child that does not exist.
-					st, err := v.e.Status(v.ctx, run)
-					if err != nil {
-						t.Fatal(err)
-					}
-					noDanglingChild(t, v.e, st)
-					v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer" })
-				}
-				st := v.wait(run)
-				ns := st.Nodes["c"]
-				if st.State != c.want || ns == nil || strings.TrimSpace(ns.State+" "+ns.Code) != c.node {
-					t.Fatalf("parent: %s", dump(st))
-				}
-				if c.shape == "timeout" && !strings.Contains(ns.Error, "timed out after 300ms: its child run had not started") {
-					t.Errorf("c's error: %s", ns.Error)
-				}
-				if c.want == RunCompleted && ns.State == NodeCompleted {
-					want := `{"doubled":4}`
-					if c.shape == "each" {
-						want = `[` + want + `]`
-					}
-					if got := string(ns.Output); got != want {
-						t.Errorf("c.output = %s, want %s", got, want)
-					}
-				}
-				waitNoPending(t, v.e)
-				st, err := v.e.Status(v.ctx, run)
-				if err != nil {
-					t.Fatal(err)
-				}
-				noDanglingChild(t, v.e, st)
-				id := kid.Load().(string)
-				cst, err := v.e.Status(v.ctx, id)
-				switch {
-				case !c.started && !errors.Is(err, ErrUnknownRun):
-					t.Errorf("child %s started though its parent gave it up first: %v %s", id, err, dump(cst))
-				case c.started && err != nil:
-					t.Errorf("child %s: %v", id, err)
-				case c.started:
-					if _, ok := st.Children[id]; !ok {
-						t.Errorf("child %s is not among the parent's children %v", id, st.Children)
-					}
-					cst = v.wait(id)
-					if want := map[string]string{RunCompleted: RunCompleted, RunCancelled: RunCancelled}[c.want]; cst.State != want {
-						t.Errorf("child %s is %s, want %s", id, cst.State, want)
-					}
-				}
-				if _, listed := st.Children[id]; listed != c.started {
-					t.Errorf("children %v", st.Children)
-				}
-			})
+		for _, c := range childRecordedCases {
+			t.Run(c.name, func(t *testing.T) { testChildRecorded(t, b, Options{}, c) })
 		}
 	})
+}
+
+// On a Redis Cluster (6 shards over 3 masters): the scripts that record,
+// start and close a child touch the parent's and the child's keys in one
+// slot.
+func TestFlowChildRecordedCluster(t *testing.T) {
+	t.Parallel()
+	for _, c := range childRecordedCases {
+		if c.shape == "one" && c.phase == "recorded" {
+			t.Run(c.name, func(t *testing.T) { testChildRecorded(t, clusterBackend, Options{Shards: 6}, c) })
+		}
+	}
+}
+
+type childRecordedCase struct {
+	name    string
+	shape   string // "one" flow node c, "each" (c's item 0), "first" (a join first j of a and c), "timeout" (c's, 300 ms), "retry" (and 2 attempts)
+	phase   string // where the hook acts: "recorded" or "submitted"
+	cancel  bool   // the hook cancels the parent
+	until   string // then the hook waits for c's state (with code when failed)
+	kill    bool   // then the worker dies
+	want    string // the parent's end
+	node    string // c's end, with code when failed
+	started bool   // the hook's child exists in the end
+}
+
+const timedOut = NodeFailed + " " + handlers.CodeTimeout
+
+var childRecordedCases = []childRecordedCase{
+	{"worker dies, parent goes on", "one", "recorded", false, "", true, RunCompleted, NodeCompleted, true},
+	{"parent cancelled, worker dies", "one", "recorded", true, "", true, RunCancelled, NodeWaiting, false},
+	{"parent cancelled, worker goes on", "one", "recorded", true, "", false, RunCancelled, NodeWaiting, false},
+	{"item: worker dies, parent goes on", "each", "recorded", false, "", true, RunCompleted, NodeCompleted, true},
+	{"item: parent cancelled, worker dies", "each", "recorded", true, "", true, RunCancelled, NodeRunning, false},
+	{"parent cancelled after the submit, worker dies", "one", "submitted", true, "", true, RunCancelled, NodeWaiting, true},
+	{"join first cancels, worker dies", "first", "recorded", false, "", true, RunCompleted, NodeCancelled, false},
+	{"join first cancels, worker goes on late", "first", "recorded", false, NodeCancelled, false, RunCompleted, NodeCancelled, false},
+	{"timeout passes, worker dies", "timeout", "recorded", false, "", true, RunFailed, timedOut, false},
+	{"timeout passes, worker goes on late", "retry", "recorded", false, NodeRetrying, false, RunCompleted, NodeCompleted, false},
+}
+
+func testChildRecorded(t *testing.T, b backend, o Options, c childRecordedCase) {
+	var h func(ctx context.Context, phase, child string)
+	o.flowHook = func(ctx context.Context, phase, child string) { h(ctx, phase, child) }
+	v := newEnv(t, b, o)
+	wo := fastWorker(v.reg)
+	wo.crash, wo.Consumer, wo.Queues = true, "doomed", []string{ControlQueue}
+	ctx1, kill := context.WithCancel(v.ctx)
+	defer kill()
+	run := "parent-" + strings.NewReplacer(" ", "-", ",", "", ":", "").Replace(c.name)
+	var acted atomic.Int32
+	var kid atomic.Value
+	// a (of the join first) runs once c's child is recorded.
+	v.reg.RegisterFunc("gate", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+		for acted.Load() == 0 {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		return json.RawMessage(`{}`), nil
+	})
+	h = func(ctx context.Context, phase, child string) {
+		if phase != c.phase || !acted.CompareAndSwap(0, 1) {
+			return
+		}
+		kid.Store(child)
+		if c.cancel {
+			if err := v.e.Cancel(v.ctx, run); err != nil {
+				t.Errorf("cancel: %v", err)
+			}
+		}
+		for deadline := time.Now().Add(20 * time.Second); c.until != ""; time.Sleep(10 * time.Millisecond) {
+			st, err := v.e.Status(v.ctx, run)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ns := st.Nodes["c"]; ns != nil && strings.TrimSpace(ns.State+" "+ns.Code) == c.until {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("c never became %s: %s", c.until, dump(st))
+				return
+			}
+		}
+		// Then the parent gives the child up (the unchild or
+		// flowtimeout token's handling), before this submit.
+		for deadline := time.Now().Add(20 * time.Second); c.until != ""; time.Sleep(10 * time.Millisecond) {
+			if ok, err := v.e.st.rdb.HExists(v.ctx, v.e.st.ks.state(run), "ch|"+child).Result(); err != nil || !ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the record of child %s was never closed", child)
+				return
+			}
+		}
+		if c.kill {
+			kill()
+			waitDone(t, ctx) // the handling sees the stop: it goes no further
+		}
+	}
+	w1 := v.e.NewWorker(wo)
+	done1 := make(chan struct{})
+	go func() { defer close(done1); w1.Run(ctx1) }()
+	if !c.kill {
+		v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer" })
+	}
+
+	child := childWF(t, "child", "count")
+	nodes := []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("2")))}
+	switch c.shape {
+	case "each":
+		nodes = []*nodeSpec{flowNode(t, "c", child, forEach("x", "[2]", 0), fwith("n", cexpr("x")))}
+	case "first":
+		nodes = append(nodes, task("a", "gate"), task("j", "noop", after("a", "c"), joinMode(ir.JoinFirst)))
+	case "timeout":
+		nodes = []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("2")), timeout(300))}
+	case "retry":
+		nodes = []*nodeSpec{flowNode(t, "c", child, fwith("n", konst("2")), timeout(300), retry(2, "fixed", 1000))}
+	}
+	w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{child}, nodes: nodes})
+	if _, err := v.e.Submit(v.ctx, w, nil, WithRunID(run)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for acted.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if acted.Load() == 0 {
+		t.Fatal("the hook never acted")
+	}
+	if c.kill {
+		select {
+		case <-done1:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the doomed worker did not stop")
+		}
+		// Before anyone takes the message again: the parent
+		// names no child that does not exist.
+		st, err := v.e.Status(v.ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noDanglingChild(t, v.e, st)
+		v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer" })
+	}
+	st := v.wait(run)
+	ns := st.Nodes["c"]
+	if st.State != c.want || ns == nil || strings.TrimSpace(ns.State+" "+ns.Code) != c.node {
+		t.Fatalf("parent: %s", dump(st))
+	}
+	if c.shape == "timeout" && !strings.Contains(ns.Error, "timed out after 300ms: its child run had not started") {
+		t.Errorf("c's error: %s", ns.Error)
+	}
+	if c.want == RunCompleted && ns.State == NodeCompleted {
+		want := `{"doubled":4}`
+		if c.shape == "each" {
+			want = `[` + want + `]`
+		}
+		if got := string(ns.Output); got != want {
+			t.Errorf("c.output = %s, want %s", got, want)
+		}
+	}
+	waitNoPending(t, v.e)
+	st, err := v.e.Status(v.ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDanglingChild(t, v.e, st)
+	id := kid.Load().(string)
+	cst, err := v.e.Status(v.ctx, id)
+	switch {
+	case !c.started && !errors.Is(err, ErrUnknownRun):
+		t.Errorf("child %s started though its parent gave it up first: %v %s", id, err, dump(cst))
+	case c.started && err != nil:
+		t.Errorf("child %s: %v", id, err)
+	case c.started:
+		if _, ok := st.Children[id]; !ok {
+			t.Errorf("child %s is not among the parent's children %v", id, st.Children)
+		}
+		cst = v.wait(id)
+		if want := map[string]string{RunCompleted: RunCompleted, RunCancelled: RunCancelled}[c.want]; cst.State != want {
+			t.Errorf("child %s is %s, want %s", id, cst.State, want)
+		}
+	}
+	if _, listed := st.Children[id]; listed != c.started {
+		t.Errorf("children %v", st.Children)
+	}
 }
 
 // A worker that dies after submitting an attempt's child, before

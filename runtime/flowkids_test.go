@@ -293,12 +293,8 @@ func testChildRecorded(t *testing.T, b backend, o Options, c childRecordedCase) 
 // the next attempt would find it parked and the run would never end.
 func TestFlowChildStaleAttempt(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
-		var hook atomic.Pointer[func(ctx context.Context, phase, child string)]
-		v := newEnv(t, b, Options{flowHook: func(ctx context.Context, phase, child string) {
-			if h := hook.Load(); h != nil {
-				(*h)(ctx, phase, child)
-			}
-		}})
+		var h func(ctx context.Context, phase, child string)
+		v := newEnv(t, b, Options{flowHook: func(ctx context.Context, phase, child string) { h(ctx, phase, child) }})
 		var calls atomic.Int64
 		v.reg.RegisterFunc("once", func(_ context.Context, req handlers.Request) (json.RawMessage, error) {
 			if calls.Add(1) == 1 {
@@ -314,13 +310,12 @@ func TestFlowChildStaleAttempt(t *testing.T) {
 		ctx1, kill := context.WithCancel(v.ctx)
 		defer kill()
 		var acted atomic.Int32
-		h := func(ctx context.Context, phase, child string) {
+		h = func(ctx context.Context, phase, child string) {
 			if phase == "submitted" && acted.CompareAndSwap(0, 1) {
 				kill()
 				waitDone(t, ctx)
 			}
 		}
-		hook.Store(&h)
 		w1 := v.e.NewWorker(o)
 		done1 := make(chan struct{})
 		go func() { defer close(done1); w1.Run(ctx1) }()

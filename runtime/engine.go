@@ -91,6 +91,10 @@ type Options struct {
 	// generalOnly (tests): runs start without the fast path
 	// (begin.lua), so that a test can compare it with start.lua.
 	generalOnly bool
+	// flowHook (tests): called by a worker starting a flow node's child
+	// run, after the flow script recorded it ("recorded") and after the
+	// submit ("submitted"), so that a test can kill the worker there.
+	flowHook func(ctx context.Context, phase, child string)
 }
 
 // DefaultRetention is how long the keys of an ended run are kept when
@@ -504,16 +508,9 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	for _, o := range opts {
 		o(&c)
 	}
-	p, err := e.plan(w)
+	p, in, err := e.prepare(w, inputs)
 	if err != nil {
 		return "", err
-	}
-	in, err := ValidateInputs(p.w, inputs)
-	if err != nil {
-		return "", err
-	}
-	if max := effectiveLimit(p.w.Settings.MaxInputBytes, e.opts.MaxInputBytes); len(in) > max {
-		return "", &InputError{Problems: []string{fmt.Sprintf("the inputs are %d bytes, over the limit of %d (max_input_bytes)", len(in), max)}}
 	}
 	run := c.runID
 	if run == "" {
@@ -566,6 +563,9 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	if err != nil {
 		return "", fmt.Errorf("runtime: starting run: %w", err)
 	}
+	if res == "unrecorded" {
+		return "", errChildUnrecorded
+	}
 	if res == "exists" {
 		m, err := e.st.meta(ctx, run)
 		if err != nil {
@@ -576,6 +576,24 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 		}
 	}
 	return run, nil
+}
+
+// prepare plans w and checks the inputs of a run of it: what Submit
+// refuses before it writes anything (a flow node checks its child with it
+// before recording the child: flow.go).
+func (e *Engine) prepare(w *ir.Workflow, inputs map[string]any) (*plan, json.RawMessage, error) {
+	p, err := e.plan(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := ValidateInputs(p.w, inputs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if max := effectiveLimit(p.w.Settings.MaxInputBytes, e.opts.MaxInputBytes); len(in) > max {
+		return nil, nil, &InputError{Problems: []string{fmt.Sprintf("the inputs are %d bytes, over the limit of %d (max_input_bytes)", len(in), max)}}
+	}
+	return p, in, nil
 }
 
 // startArgs are start.lua's arguments (begin.lua takes the same ones, in
@@ -605,6 +623,8 @@ func (e *Engine) start(ctx context.Context, sc redis.Scripter, ref runRef, a sta
 	return e.st.callWith(ctx, "start", ref, a, func(s *redis.Script, keys []string, arg string) (any, error) {
 		if a.Admit {
 			keys = append(keys, e.st.ks.admitKeys(ref.id, ref.queues)...)
+		} else if a.Parent != nil {
+			keys = append(keys, e.st.ks.state(a.Parent.Run)) // the record of the child (flow.go)
 		}
 		return s.Run(ctx, sc, keys, arg).Result()
 	})

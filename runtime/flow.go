@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,16 @@ import (
 // parent's control queue. The worker taking that token completes the
 // execution with the child's result, or fails the attempt (retry starts a
 // new child) when the child failed or was cancelled.
+//
+// Between the record and the submit the child is pending (field
+// cp|<child>): Status does not name it, since it may never start. It
+// starts only while its parent records it (start.lua checks ch|<child>,
+// in the same slot, and deletes cp|), and a parent that gives it up first
+// (its end, a join first, the attempt's timeout) closes the record
+// (dropChild): either the child started first and is cancelled, or it
+// never starts and no run names it. What the submit would refuse (the
+// child's inputs) is checked before the record, so that a record only
+// waits on the submit going through.
 
 // A parentLink is what a child run records of the execution that runs it
 // (run|parent), and what its end's child token names.
@@ -135,6 +146,12 @@ func (j *job) flow(act vars, item int) error {
 	if err := json.Unmarshal(cfg, &in); err != nil {
 		return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: inputs: %v", n.Flow.Uses, err)), item)
 	}
+	// What the submit would refuse is refused before the record: a child
+	// that cannot start is never recorded (the parent would name a run
+	// that does not exist). Submit checks again: the plan is cached.
+	if _, _, err := j.w.eng.prepare(cw, in); err != nil {
+		return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: %v", n.Flow.Uses, err)), item)
+	}
 	id := childRunID(j.w.ks, j.tok.Run, j.x, j.tok.Gen, attempt, item)
 	b := j.base()
 	b.Msg = nil // acknowledged below, once the child is submitted
@@ -162,13 +179,24 @@ func (j *job) flow(act vars, item int) error {
 		j.counted("flow", reply)
 		return j.ack()
 	}
+	if h := j.w.eng.opts.flowHook; h != nil {
+		h(j.ctx, "recorded", id)
+	}
 	link := &parentLink{Run: j.tok.Run, Node: j.tok.Node, Iter: j.tok.Iter, Hop: j.tok.Hop, Attempt: attempt, Item: item, Gen: j.tok.Gen}
 	if _, err := j.w.eng.Submit(j.ctx, cw, in, WithRunID(id), withParent(link)); err != nil {
-		var ie *InputError
-		if errors.As(err, &ie) || errors.Is(err, ErrRunExists) {
+		if errors.Is(err, errChildUnrecorded) {
+			// The parent gave the child up (it ended, the execution was
+			// cancelled or timed out) before it started: it never will.
+			j.counted("flow", "inactive")
+			return j.ack()
+		}
+		if errors.Is(err, ErrRunExists) {
 			return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: %v", n.Flow.Uses, err)), item)
 		}
 		return err // the message stays pending and is handled again
+	}
+	if h := j.w.eng.opts.flowHook; h != nil {
+		h(j.ctx, "submitted", id)
 	}
 	// A parent cancelled while the child was being submitted: its cancel
 	// may not have seen the child. Nor may a join first that cancelled the
@@ -309,7 +337,13 @@ func (j *job) flowTimeout() error {
 		// The attempt fails first, so that the child token of the
 		// cancelled child finds it over (a child token taken in between
 		// fails it with code flow instead: one of the two applies).
-		ferr := handlers.Errorf(handlers.CodeTimeout, true, "attempt timed out after %s: child run %s cancelled", d, id)
+		// A child not started yet (its worker died or is late) never
+		// will: the error does not name a run that does not exist.
+		what := fmt.Sprintf("child run %s cancelled", id)
+		if n, err := j.w.st.rdb.Exists(j.ctx, j.w.ks.state(id)).Result(); err == nil && n == 0 {
+			what = "its child run had not started"
+		}
+		ferr := handlers.Errorf(handlers.CodeTimeout, true, "attempt timed out after %s: %s", d, what)
 		if err := j.handlerFailed(j.childErr(ferr, item), item); err != nil {
 			return err
 		}
@@ -320,8 +354,9 @@ func (j *job) flowTimeout() error {
 		}
 	}
 	// Also when the attempt was over already (a redelivery after a crash
-	// before this cancel): a child that ended is left as it is.
-	j.w.eng.cancelRun(j.ctx, id, fmt.Sprintf("the timeout of %s of flow node %s of parent run %s passed", d, j.x, j.tok.Run))
+	// before this cancel): a child that ended is left as it is; one that
+	// never started never will.
+	j.w.eng.dropChild(j.ctx, j.tok.Run, id, fmt.Sprintf("the timeout of %s of flow node %s of parent run %s passed", d, j.x, j.tok.Run))
 	return nil
 }
 
@@ -339,7 +374,7 @@ func (j *job) unchild() error {
 	st, _ := v[0].(string)
 	child, _ := v[1].(string)
 	if st == NodeCancelled && child != "" {
-		j.w.eng.cancelRun(j.ctx, child, "a join first of parent run "+j.tok.Run+" ran first")
+		j.w.eng.dropChild(j.ctx, j.tok.Run, child, "a join first of parent run "+j.tok.Run+" ran first")
 	}
 	return j.ack()
 }
@@ -361,11 +396,52 @@ func (e *Engine) cancelRun(ctx context.Context, run, reason string) {
 	e.cancelChildren(ctx, run)
 }
 
+// errChildUnrecorded is Submit's refusal of a child run whose parent no
+// longer records it (start.lua): the parent closed the record first.
+var errChildUnrecorded = errors.New("runtime: the parent run no longer records this child run")
+
+// closeChildScript closes the record of a child run that has not started
+// (the parent gives it up: it ended, or the execution was cancelled or
+// timed out) so that it never starts: start.lua starts a child only while
+// its parent's ch|<child> is there. Closed, the record goes (ch|, cp|, and
+// fl| when it names the child): the parent names no run that does not
+// exist. Atomic with start.lua (the child's keys are in its parent's
+// slot): either the child started first and is cancelled (reply
+// started), or it never starts (closed). A record without cp| (a child
+// that started, perhaps expired since) is kept.
+// KEYS[1] the parent's state hash, KEYS[2] the child's; ARGV[1] the child.
+var closeChildScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'started' end
+if redis.call('HEXISTS', KEYS[1], 'cp|' .. ARGV[1]) == 0 then return 'kept' end
+local x = redis.call('HGET', KEYS[1], 'ch|' .. ARGV[1])
+redis.call('HDEL', KEYS[1], 'ch|' .. ARGV[1], 'cp|' .. ARGV[1])
+if x then
+  x = string.match(x, '^[^#]*')
+  if redis.call('HGET', KEYS[1], 'fl|' .. x) == ARGV[1] then redis.call('HDEL', KEYS[1], 'fl|' .. x) end
+end
+return 'closed'
+`)
+
+// dropChild ends child run child of run parent, which gives it up: one
+// that started is cancelled with its own children (cancelRun); one that
+// is recorded and has not started has its record closed, and never starts.
+func (e *Engine) dropChild(ctx context.Context, parent, child, reason string) {
+	res, err := closeChildScript.Run(ctx, e.st.rdb, []string{e.st.ks.state(parent), e.st.ks.state(child)}, child).Text()
+	if err != nil {
+		e.log.Warn("wfc: closing the record of a child run", "run", parent, "child", child, "err", err)
+	}
+	if res != "closed" {
+		e.cancelRun(ctx, child, reason)
+	}
+}
+
 // cancelChildren cancels the running children of a run that ended
 // (Cancel, and the orphans token its end queues): the ch|<child> fields
-// of its state hash list them.
+// of its state hash list them. A child still pending (recorded, cp|) is
+// closed instead when it has not started (dropChild), so that it never
+// does.
 func (e *Engine) cancelChildren(ctx context.Context, run string) {
-	kids, err := e.st.children(ctx, run)
+	kids, pending, err := e.st.children(ctx, run)
 	if err != nil {
 		e.log.Warn("wfc: listing a run's children", "run", run, "err", err)
 		return
@@ -373,28 +449,37 @@ func (e *Engine) cancelChildren(ctx context.Context, run string) {
 	if len(kids) == 0 {
 		return
 	}
-	reason := "parent run " + run + " ended"
+	reason, ended := "parent run "+run+" ended", true
 	if m, err := e.st.meta(ctx, run); err == nil {
-		reason = "parent run " + run + " " + m.Status
+		reason, ended = "parent run "+run+" "+m.Status, m.Status != RunRunning
 	}
 	for child := range kids {
-		e.cancelRun(ctx, child, reason)
+		// A run retried since it ended (a late orphans token) may be
+		// starting a pending child of its new generation: it is left so.
+		if pending[child] && ended {
+			e.dropChild(ctx, run, child, reason)
+		} else {
+			e.cancelRun(ctx, child, reason)
+		}
 	}
 }
 
 // children returns a run's child runs (child run id -> the execution, with
-// "#item" for a for_each item's).
-func (s *store) children(ctx context.Context, run string) (map[string]string, error) {
-	out := map[string]string{}
-	iter := s.rdb.HScan(ctx, s.ks.state(run), 0, "ch|*", 1000).Iterator()
+// "#item" for a for_each item's), and those pending: recorded, perhaps
+// not started (field cp|).
+func (s *store) children(ctx context.Context, run string) (kids map[string]string, pending map[string]bool, err error) {
+	kids, pending = map[string]string{}, map[string]bool{}
+	iter := s.rdb.HScan(ctx, s.ks.state(run), 0, "c[hp]|*", 1000).Iterator()
 	for iter.Next(ctx) {
 		k := iter.Val()
 		if !iter.Next(ctx) {
 			break
 		}
-		if len(k) > 3 && k[:3] == "ch|" {
-			out[k[3:]] = iter.Val()
+		if c, ok := strings.CutPrefix(k, "ch|"); ok && c != "" {
+			kids[c] = iter.Val()
+		} else if c, ok := strings.CutPrefix(k, "cp|"); ok && c != "" {
+			pending[c] = true
 		}
 	}
-	return out, iter.Err()
+	return kids, pending, iter.Err()
 }

@@ -72,7 +72,8 @@ type Status struct {
 	// oldest first.
 	Approvals []Approval `json:"approvals,omitempty"`
 	// Children are the child runs its flow nodes started (every attempt
-	// and for_each item) and the runs its agents delegated: child run id
+	// and for_each item; not one recorded that has not started yet) and
+	// the runs its agents delegated: child run id
 	// -> the execution that started it, with "#" and the item index for
 	// an item's.
 	Children map[string]string `json:"children,omitempty"`
@@ -101,7 +102,7 @@ type NodeStatus struct {
 	// times out.
 	Due time.Time `json:"due,omitzero"`
 	// Child, for a flow node, is the child run of its latest attempt
-	// (docs/waiting.md, "Child flows").
+	// (docs/waiting.md, "Child flows"), once it started.
 	Child string `json:"child,omitempty"`
 	// Signal and Correlation, for a signal task waiting for its signal,
 	// are the signal's name and correlation (docs/waiting.md, "Signals").
@@ -196,11 +197,13 @@ func (s *store) status(ctx context.Context, run string) (*Status, error) {
 		if a := states["att|"+x]; a != "" {
 			ns.Attempt, _ = strconv.Atoi(a)
 		}
-		ns.Child = states["fl|"+x]
+		if c := states["fl|"+x]; states["cp|"+c] == "" { // a pending child may never start (flow.go)
+			ns.Child = c
+		}
 		st.Nodes[x] = ns
 	}
 	for k, v := range states {
-		if c, ok := strings.CutPrefix(k, "ch|"); ok {
+		if c, ok := strings.CutPrefix(k, "ch|"); ok && states["cp|"+c] == "" {
 			if st.Children == nil {
 				st.Children = map[string]string{}
 			}

@@ -3,10 +3,19 @@
 --    deadline_ms, deadline_at (ms), max_hops, max_fanout, retention (ms the
 --    run's keys are kept once it ends; 0 forever), parent (a child run of
 --    a flow node, flow.go: {run, node, iter, hop, attempt, item, gen},
---    which its end notifies; absent otherwise), admit (true: a new run
---    that waits for admission; KEYS then go on with the shard's admission
---    hash and the entry stream of each of A.queues).
+--    which its end notifies; KEYS then go on with the parent's state
+--    hash; absent otherwise), admit (true: a new run that waits for
+--    admission; KEYS then go on with the shard's admission hash and the
+--    entry stream of each of A.queues).
 if redis.call('HEXISTS', STATE, 'run|status') == 1 then return 'exists' end
+-- A child run starts only while its parent records it (field
+-- ch|<child>, written by the flow script before the submit): a parent
+-- that gives the child up before it started (its end, a join first, the
+-- attempt's timeout) closes the record (flow.go's closeChildScript), and
+-- the child then never starts ('unrecorded'). The parent's field
+-- cp|<child> (pending) goes when it starts.
+local PSTATE = A.parent and KEYS[7 + 2 * #A.queues]
+if PSTATE and redis.call('HEXISTS', PSTATE, 'ch|' .. RUN) == 0 then return 'unrecorded' end
 local info = redis.call('HGET', GRAPH, '_')
 if not info then return fail('graph ' .. GRAPH .. ' is not stored') end
 info = cjson.decode(info)
@@ -29,6 +38,7 @@ if A.parent then
   -- run|aux: a run that ends in advance.lua leaves its end to complete,
   -- whose endrun notifies the parent.
   redis.call('HSET', STATE, 'run|parent', cjson.encode(A.parent), 'run|aux', '1')
+  redis.call('HDEL', PSTATE, 'cp|' .. RUN)
   fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs,
     'parent', A.parent.run, 'parent_x', xkey(A.parent.node, A.parent.iter))
 else

@@ -1009,7 +1009,7 @@ func (j *job) item() error {
 		return j.failNode(j.poisonErr(), k)
 	}
 	n := j.n
-	act, err := j.activation(j.p.reads(n.ID))
+	act, err := j.activation(j.p.itemReads(n.ID))
 	if err != nil {
 		return j.evalFailed(err, k)
 	}
@@ -1044,7 +1044,7 @@ func (j *job) item() error {
 	if err != nil {
 		return j.handlerFailed(fmt.Errorf("item %d: %w", k, err), k)
 	}
-	reply, err := j.scriptReply("itemdone", itemArgs{j.base(), j.tok.Node, j.tok.Iter, j.tok.Gen, k, string(out), false, 0, 0, j.maxState()})
+	reply, err := j.itemDone(k, string(out))
 	if err == nil && reply == "state" {
 		return j.failNode(fmt.Errorf("item %d: %w", k, j.stateErr("output", len(out))), k)
 	}

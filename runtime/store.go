@@ -28,9 +28,9 @@ var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "f
 // streamScripts stand alone: they work on one stream or timers key (promote,
 // heartbeat, release), on a shard's queue and entry streams (take) or on a
 // worker's consumers (reap), or, as the fast paths of complete and start
-// (advance, begin), on the run KEYS with positional arguments and only
-// step.lua before them.
-var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "deploy", "take"}
+// (advance, begin) and of itemdone (itemnext), on the run KEYS with
+// positional arguments and only step.lua before them.
+var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "itemnext", "deploy", "take"}
 
 // preludes are the files a script's body follows, by script: step.lua
 // (what every script writing a run's steps shares) and lib.lua.
@@ -38,7 +38,7 @@ func preludes(name string) []string {
 	switch {
 	case slices.Contains(runScripts, name):
 		return []string{"step", "lib"}
-	case name == "advance" || name == "begin":
+	case name == "advance" || name == "begin" || name == "itemnext":
 		return []string{"step"}
 	}
 	return nil

@@ -445,10 +445,11 @@ func TestTakeGrantsCredits(t *testing.T) {
 	})
 }
 
-// TestEntryLook: a completion's piggyback looks at the entry streams and
-// credits at most every entryLookEvery; the read loop blocks without a
-// take only on a fresh look that found no new run waiting and credits for
-// half its read, and each look serves one such read.
+// TestEntryLook: a completion's piggyback looks at the credits (and the
+// entry streams, unless the last look found credits for every queue) at
+// most every entryLookEvery; the read loop blocks without a take only on
+// a fresh look that found no new run waiting and credits for half its
+// read, and each look serves one such read.
 func TestEntryLook(t *testing.T) {
 	var l entryLook
 	if !l.due() {
@@ -479,10 +480,16 @@ func TestEntryLook(t *testing.T) {
 	}
 	for _, c := range cases {
 		var l entryLook
+		if l.creditsLeft() {
+			t.Errorf("%s: credits left before a look", c.name)
+		}
 		if l.blockAtOnce(c.n) {
 			t.Errorf("%s: blocks at once without a look", c.name)
 		}
 		l.saw(c.empty, c.credits)
+		if got := l.creditsLeft(); got != (c.credits > 0) {
+			t.Errorf("%s: creditsLeft %v after a look at %d credits", c.name, got, c.credits)
+		}
 		l.seen -= int64(c.age)
 		if got := l.blockAtOnce(c.n); got != c.want {
 			t.Errorf("%s: blockAtOnce %v, want %v", c.name, got, c.want)

@@ -820,11 +820,17 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	// loop's take admits them meanwhile): at most every entryLookEvery,
 	// not with every completion (a lone run's chain: an XLEN per
 	// execution cost Redis about a microsecond of CPU each).
-	// With the queues' credits, for the read loop (blockAtOnce).
+	// The queues' credits tell it, as long as each has some: a start
+	// spends one rather than write to the entry stream, and take grants
+	// them only when it drained the entry streams. So the lengths are
+	// read only when the last look saw a queue without credits. The
+	// credits also serve the read loop (blockAtOnce).
 	if w.looks[shard].due() {
 		keys := w.takeKeys[shard]
-		for i := 2; i < len(keys); i += 2 {
-			t.lens = append(t.lens, pipe.XLen(ctx, keys[i]))
+		if !w.looks[shard].creditsLeft() {
+			for i := 2; i < len(keys); i += 2 {
+				t.lens = append(t.lens, pipe.XLen(ctx, keys[i]))
+			}
 		}
 		t.credits = pipe.HMGet(ctx, keys[0], w.opts.Queues...)
 	}
@@ -853,6 +859,16 @@ type entryLook struct {
 	// the shard's queues it read.
 	seen    int64
 	credits int64
+	// left: the last look found credits for every queue (so no new run
+	// waited: a start spends a credit rather than wait).
+	left bool
+}
+
+// creditsLeft tells whether the last look found credits for every queue.
+func (l *entryLook) creditsLeft() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.left
 }
 
 // due tells whether a piggyback should look now (at most every
@@ -868,7 +884,7 @@ func (l *entryLook) due() bool {
 func (l *entryLook) saw(empty bool, credits int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.seen, l.credits = 0, 0
+	l.seen, l.credits, l.left = 0, 0, credits > 0
 	if empty {
 		l.seen, l.credits = time.Now().UnixNano(), credits
 	}
@@ -909,26 +925,34 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int
 			res, err = takeReply(v)
 		}
 	}
-	if len(t.lens) > 0 {
-		waiting := false
-		for _, l := range t.lens {
-			// An error counts as waiting: take.lua is always right.
-			if n, lerr := l.Result(); lerr != nil || n > 0 {
-				waiting = true
+	if t.credits != nil {
+		// The fewest credits of the queues (none granted: 0; an error:
+		// -1).
+		least := int64(-1)
+		if cs, cerr := t.credits.Result(); cerr == nil {
+			for _, c := range cs {
+				s, _ := c.(string)
+				v, _ := strconv.ParseInt(s, 10, 64)
+				if least < 0 || v < least {
+					least = v
+				}
+			}
+		}
+		// Credits for every queue: no new run waits. Else, without the
+		// lengths (the last look saw credits, these none), say waiting
+		// until the next look reads them: take.lua is always right. An
+		// error counts as waiting too.
+		waiting := least < 1
+		if len(t.lens) > 0 && least >= 0 {
+			waiting = false
+			for _, l := range t.lens {
+				if n, lerr := l.Result(); lerr != nil || n > 0 {
+					waiting = true
+				}
 			}
 		}
 		w.entryWaiting[shard].Store(waiting)
-		// The fewest credits of the queues (none granted: 0).
-		least := int64(-1)
-		cs, cerr := t.credits.Result()
-		for _, c := range cs {
-			s, _ := c.(string)
-			v, _ := strconv.ParseInt(s, 10, 64)
-			if least < 0 || v < least {
-				least = v
-			}
-		}
-		w.looks[shard].saw(!waiting && cerr == nil && least >= 0, least)
+		w.looks[shard].saw(!waiting, least)
 	}
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT"):

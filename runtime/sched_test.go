@@ -499,3 +499,30 @@ func TestEntryLook(t *testing.T) {
 		}
 	}
 }
+
+// TestLoneRunBlocksAtOnce: a worker running one run after another (each
+// submitted when the last ended) blocks at the end of a run without a take
+// first (blockAtOnce: its completions' looks found credits), and each new
+// run still starts, its entry token in the queue's stream: the read wakes.
+// It must happen within a few hundred runs, whatever the machine's speed
+// (a look is fresh for lookFresh, and a two-node run ends a hop after it).
+func TestLoneRunBlocksAtOnce(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		wk := v.worker()
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "count"), task("b", "count", after("a"))}})
+		runs := 0
+		for ; runs < 300 && wk.blockedAtOnce.Load() < 3; runs++ {
+			if st := v.wait(v.submit(w, nil)); st.State != RunCompleted {
+				t.Fatalf("run %d: %s", runs, st.State)
+			}
+		}
+		if n := wk.blockedAtOnce.Load(); n < 3 {
+			t.Errorf("the read loop blocked at once %d times in %d runs, want 3", n, runs)
+		}
+		if n := waitingEntries(t, v.e); n != 0 {
+			t.Errorf("%d entry tokens wait", n)
+		}
+		t.Logf("%d runs", runs)
+	})
+}

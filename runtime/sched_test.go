@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -389,5 +390,139 @@ func TestChildRunIsInFlight(t *testing.T) {
 		if len(got) != 12 || !strings.HasSuffix(got[0], ":work") || got[1] != p+":z" {
 			t.Errorf("the child run and its parent did not go first: %v", got)
 		}
+	})
+}
+
+// TestTakeGrantsCredits: a take for a worker that would block if it read
+// nothing grants n credits when it reads fewer than n (its streams are
+// drained): also when it read some, so that a lone run's worker need not
+// read nothing to top them up; not after a full read, nor for a worker
+// that would not block.
+func TestTakeGrantsCredits(t *testing.T) {
+	cases := []struct {
+		name    string
+		queued  int
+		n       int
+		idle    bool
+		credits int
+	}{
+		{"idle, nothing read", 0, 4, true, 4},
+		{"idle, a short read", 1, 4, true, 4},
+		{"idle, a full read", 4, 4, true, 0},
+		{"not idle, a short read", 1, 4, false, 0},
+	}
+	forBackends(t, func(t *testing.T, b backend) {
+		e := openEngine(t, b, Options{})
+		ctx := context.Background()
+		for i, c := range cases {
+			q := fmt.Sprintf("grant%d", i)
+			stream := e.st.ks.stream(0, q)
+			if err := e.st.ensureGroup(ctx, stream); err != nil {
+				t.Fatal(err)
+			}
+			for range c.queued {
+				if err := e.st.rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []any{"t", "x"}}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Second}}
+			res, err := w.take(ctx, e.st.rdb, 0, e.st.ks.takeKeys(0, []string{q}), []string{q}, "test", c.n, c.idle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, s := range res {
+				got += len(s.Messages)
+			}
+			credits, err := e.st.rdb.HGet(ctx, e.st.ks.admit(0), q).Int()
+			if err != nil && err != redis.Nil {
+				t.Fatal(err)
+			}
+			if got != c.queued || credits != c.credits {
+				t.Errorf("%s: read %d, credits %d; want %d, %d", c.name, got, credits, c.queued, c.credits)
+			}
+		}
+	})
+}
+
+// TestEntryLook: a completion's piggyback looks at the credits (and the
+// entry streams, unless the last look found credits for every queue) at
+// most every entryLookEvery; the read loop blocks without a take only on
+// a fresh look that found no new run waiting and credits for half its
+// read, and each look serves one such read.
+func TestEntryLook(t *testing.T) {
+	var l entryLook
+	if !l.due() {
+		t.Fatal("the first look is not due")
+	}
+	if l.due() {
+		t.Error("a look is due again at once")
+	}
+	l.last.Add(-int64(entryLookEvery))
+	if !l.due() {
+		t.Errorf("no look is due after %s", entryLookEvery)
+	}
+
+	cases := []struct {
+		name    string
+		empty   bool
+		credits int64
+		age     time.Duration
+		n       int
+		want    bool
+	}{
+		{"fresh, empty, credits for half", true, 16, 0, 32, true},
+		{"credits for fewer than half", true, 15, 0, 32, false},
+		{"one slot, one credit", true, 1, 0, 1, true},
+		{"no credits", true, 0, 0, 1, false},
+		{"new runs wait", false, 32, 0, 32, false},
+		{"stale", true, 32, lookFresh + time.Millisecond, 32, false},
+	}
+	for _, c := range cases {
+		var l entryLook
+		if l.creditsLeft() {
+			t.Errorf("%s: credits left before a look", c.name)
+		}
+		if l.blockAtOnce(c.n) {
+			t.Errorf("%s: blocks at once without a look", c.name)
+		}
+		l.saw(c.empty, c.credits)
+		if got := l.creditsLeft(); got != (c.credits > 0) {
+			t.Errorf("%s: creditsLeft %v after a look at %d credits", c.name, got, c.credits)
+		}
+		l.seen -= int64(c.age)
+		if got := l.blockAtOnce(c.n); got != c.want {
+			t.Errorf("%s: blockAtOnce %v, want %v", c.name, got, c.want)
+		}
+		if l.blockAtOnce(c.n) {
+			t.Errorf("%s: a look served two reads", c.name)
+		}
+	}
+}
+
+// TestLoneRunBlocksAtOnce: a worker running one run after another (each
+// submitted when the last ended) blocks at the end of a run without a take
+// first (blockAtOnce: its completions' looks found credits), and each new
+// run still starts, its entry token in the queue's stream: the read wakes.
+// It must happen within a few hundred runs, whatever the machine's speed
+// (a look is fresh for lookFresh, and a two-node run ends a hop after it).
+func TestLoneRunBlocksAtOnce(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		wk := v.worker()
+		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "count"), task("b", "count", after("a"))}})
+		runs := 0
+		for ; runs < 300 && wk.blockedAtOnce.Load() < 3; runs++ {
+			if st := v.wait(v.submit(w, nil)); st.State != RunCompleted {
+				t.Fatalf("run %d: %s", runs, st.State)
+			}
+		}
+		if n := wk.blockedAtOnce.Load(); n < 3 {
+			t.Errorf("the read loop blocked at once %d times in %d runs, want 3", n, runs)
+		}
+		if n := waitingEntries(t, v.e); n != 0 {
+			t.Errorf("%d entry tokens wait", n)
+		}
+		t.Logf("%d runs", runs)
 	})
 }

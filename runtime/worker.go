@@ -253,13 +253,17 @@ type Worker struct {
 	// plain XREADGROUP and looks again (XLEN of the entry streams), which
 	// costs Redis much less than the script on every completion.
 	entryWaiting []atomic.Bool
-	inflight     sync.Map // "stream id" -> *flight
-	handling     sync.WaitGroup
-	dupSeen      sync.Map
+	// looks, by shard: what the piggybacks last saw of the entry streams
+	// and the credits.
+	looks    []entryLook
+	inflight sync.Map // "stream id" -> *flight
+	handling sync.WaitGroup
+	dupSeen  sync.Map
 
 	// Stats, for tests and logs.
 	handled, applied, dups, stale, inactive, claimed, released atomic.Int64
 	piggybacked                                                atomic.Int64 // messages read by completions (tests)
+	blockedAtOnce                                              atomic.Int64 // reads that blocked without a take (tests)
 	reaped                                                     atomic.Int64 // dead workers' consumers removed
 }
 
@@ -332,6 +336,7 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 	w.batch = newBatcher(e.st.rdb, opts.maxSlots(), opts.Pipelines, w)
 	w.act = make([]activity, max(e.st.ks.shards, 1))
 	w.entryWaiting = make([]atomic.Bool, len(w.act))
+	w.looks = make([]entryLook, len(w.act))
 	for i := range w.entryWaiting {
 		w.entryWaiting[i].Store(true)
 	}
@@ -568,8 +573,17 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		// (take.lua), without blocking, on the main pool. When it reads
 		// nothing and no message is probably waiting, the read blocks on
 		// the queues' streams: take granted the credits that let a new
-		// run's entry tokens go there and wake it.
-		res, err := w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, !waiting)
+		// run's entry tokens go there and wake it. Unless, with no
+		// handler running, a completion's look moments ago found no new
+		// run waiting and credits enough (blockAtOnce): the read then
+		// blocks at once.
+		var res []redis.XStream
+		var err error
+		if !waiting && w.act[shard].active.Load() == 0 && w.looks[shard].blockAtOnce(n) {
+			w.blockedAtOnce.Add(1)
+		} else {
+			res, err = w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, !waiting)
+		}
 		if err == nil && len(res) == 0 {
 			err = redis.Nil
 			if !waiting {
@@ -767,11 +781,13 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 // A pendingTake is a read in a completion's pipeline, for the completing
 // handlers' slots and extra free slots it holds.
 type pendingTake struct {
-	cmd   *redis.Cmd             // take.lua, or
-	xr    *redis.XStreamSliceCmd // a plain read of the queue streams
-	lens  []*redis.IntCmd        // and the entry streams' lengths
-	k     int                    // the callers' slots it reads for (reusable)
-	extra int
+	cmd  *redis.Cmd             // take.lua, or
+	xr   *redis.XStreamSliceCmd // a plain read of the queue streams
+	lens []*redis.IntCmd        // and the entry streams' lengths
+	// credits: the queues' credits, read with lens.
+	credits *redis.SliceCmd
+	k       int // the callers' slots it reads for (reusable)
+	extra   int
 }
 
 // queueTake and takeDone make the worker the batcher's piggyback: a
@@ -800,13 +816,99 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	} else {
 		t.xr = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))
 	}
-	// Whether new runs wait now, for the next piggyback (and the read
-	// loop's take admits them meanwhile).
-	keys := w.takeKeys[shard]
-	for i := 2; i < len(keys); i += 2 {
-		t.lens = append(t.lens, pipe.XLen(ctx, keys[i]))
+	// Whether new runs wait now, for the next piggybacks (and the read
+	// loop's take admits them meanwhile): at most every entryLookEvery,
+	// not with every completion (a lone run's chain: an XLEN per
+	// execution cost Redis about a microsecond of CPU each).
+	// The queues' credits tell it, as long as each has some: a start
+	// spends one rather than write to the entry stream, and take grants
+	// them only when it drained the entry streams. So the lengths are
+	// read only when the last look saw a queue without credits. The
+	// credits also serve the read loop (blockAtOnce).
+	if w.looks[shard].due() {
+		keys := w.takeKeys[shard]
+		if !w.looks[shard].creditsLeft() {
+			for i := 2; i < len(keys); i += 2 {
+				t.lens = append(t.lens, pipe.XLen(ctx, keys[i]))
+			}
+		}
+		t.credits = pipe.HMGet(ctx, keys[0], w.opts.Queues...)
 	}
 	return t
+}
+
+// entryLookEvery is how often at most a completion's piggyback looks
+// whether new runs wait in a shard's entry streams (XLEN). A new run
+// that arrives while the piggybacks read with a plain XREADGROUP so
+// waits at most that long more, plus a completion, or until the read
+// loop's next take.
+const entryLookEvery = time.Millisecond
+
+// lookFresh is how old a look may be for the read loop to block on its
+// strength without a take first (blockAtOnce).
+const lookFresh = 5 * time.Millisecond
+
+// An entryLook is what the piggybacks of a shard last saw of its entry
+// streams and credits.
+type entryLook struct {
+	last atomic.Int64 // when a piggyback last looked (unix ns)
+
+	mu sync.Mutex
+	// seen: when a look that found every entry stream empty was read
+	// (unix ns; 0: none, or it was used); credits: the fewest credits of
+	// the shard's queues it read.
+	seen    int64
+	credits int64
+	// left: the last look found credits for every queue (so no new run
+	// waited: a start spends a credit rather than wait).
+	left bool
+}
+
+// creditsLeft tells whether the last look found credits for every queue.
+func (l *entryLook) creditsLeft() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.left
+}
+
+// due tells whether a piggyback should look now (at most every
+// entryLookEvery), and if so counts it as looking.
+func (l *entryLook) due() bool {
+	now := time.Now().UnixNano()
+	last := l.last.Load()
+	return now-last >= int64(entryLookEvery) && l.last.CompareAndSwap(last, now)
+}
+
+// saw records a look's result: empty, whether every entry stream was
+// empty; credits, the fewest credits of the shard's queues.
+func (l *entryLook) saw(empty bool, credits int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen, l.credits, l.left = 0, 0, credits > 0
+	if empty {
+		l.seen, l.credits = time.Now().UnixNano(), credits
+	}
+}
+
+// blockAtOnce tells whether a read loop about to take n messages and
+// block if there are none may block at once, without the take, and if
+// so uses up the look it goes by. A take before blocking admits the new
+// runs waiting and grants credits (take.lua): it is not needed when a
+// look at most lookFresh old found no new run waiting and at least n/2
+// credits for each queue, so that new runs' entry tokens go to the
+// streams, which wakes the read. Each look serves one such read (which
+// may read up to n tokens those credits let through, so the next one
+// needs a new look); a lone run's chain so pays a plain XREADGROUP at its
+// end, as before run-first scheduling, instead of take.lua's 10-15 µs of
+// Redis CPU.
+func (l *entryLook) blockAtOnce(n int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == 0 || time.Now().UnixNano()-l.seen > int64(lookFresh) || l.credits < int64((n+1)/2) {
+		return false
+	}
+	l.seen = 0
+	return true
 }
 
 func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
@@ -823,14 +925,35 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int
 			res, err = takeReply(v)
 		}
 	}
-	waiting := false
-	for _, l := range t.lens {
-		// An error counts as waiting: take.lua is always right.
-		if n, lerr := l.Result(); lerr != nil || n > 0 {
-			waiting = true
+	if t.credits != nil {
+		// The fewest credits of the queues (none granted: 0; an error:
+		// -1).
+		least := int64(-1)
+		if cs, cerr := t.credits.Result(); cerr == nil {
+			for _, c := range cs {
+				s, _ := c.(string)
+				v, _ := strconv.ParseInt(s, 10, 64)
+				if least < 0 || v < least {
+					least = v
+				}
+			}
 		}
+		// Credits for every queue: no new run waits. Else, without the
+		// lengths (the last look saw credits, these none), say waiting
+		// until the next look reads them: take.lua is always right. An
+		// error counts as waiting too.
+		waiting := least < 1
+		if len(t.lens) > 0 && least >= 0 {
+			waiting = false
+			for _, l := range t.lens {
+				if n, lerr := l.Result(); lerr != nil || n > 0 {
+					waiting = true
+				}
+			}
+		}
+		w.entryWaiting[shard].Store(waiting)
+		w.looks[shard].saw(!waiting, least)
 	}
-	w.entryWaiting[shard].Store(waiting)
 	switch {
 	case err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT"):
 		// The read loop's next take loads the script (EVAL).

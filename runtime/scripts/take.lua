@@ -19,8 +19,9 @@
 -- * starvation: an entry token that waited `age` ms or more is moved to
 --   its queue's tail whatever the continuations (at most one per queue
 --   every `age` ms), where it is read in its turn;
--- * credits: a worker about to block (idle, nothing read, nothing waits)
---   grants its queues n credits; start and begin put a new run's entry
+-- * credits: a worker about to block if it reads nothing (idle) that
+--   reads fewer than n (its streams are drained, nothing waits) grants
+--   its queues n credits; start and begin put a new run's entry
 --   token straight into the queue's stream while credits last, which wakes
 --   the blocked read. Only a start spends them: a busy worker that took
 --   them back could leave another one, blocked on the same queue, idle
@@ -104,7 +105,11 @@ else
   end
 end
 
-if got == 0 and idle then
+-- Also when it read some (a lone run's next token): a drained read would
+-- admit new runs as they come anyway, and the worker, which skips this
+-- script before blocking while enough credits are left (worker.go,
+-- blockAtOnce), need not come back with a read of nothing to top them up.
+if got < n and idle then
   for i = 1, nq do
     local c = tonumber(redis.call('HGET', ADMIT, ARGV[5 + i]) or '0')
     if c < n then redis.call('HSET', ADMIT, ARGV[5 + i], n) end

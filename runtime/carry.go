@@ -99,6 +99,19 @@ func (p *plan) nodeFields(id string) []string {
 	return p.outFields(id, ids)
 }
 
+// itemFields are the fields an item token's activation reads (itemReads:
+// not the for_each list's source, which its exec token read once).
+func (p *plan) itemFields(id string) []string {
+	if p.nodes[id] == nil {
+		return nil
+	}
+	ids := p.itemReads(id)
+	if len(ids) == 0 {
+		return nil
+	}
+	return p.outFields(id, ids)
+}
+
 // finishIDs are the nodes whose outputs the evaluation of a run's outputs
 // and goals binds (job.finish): all of them.
 func (p *plan) finishIDs() []string {
@@ -191,9 +204,12 @@ func (w *Worker) prefetchOuts(ctx context.Context, pipe redis.Pipeliner, p *pref
 		return
 	}
 	var fields []string
-	if p.tok.Kind == "finish" {
+	switch p.tok.Kind {
+	case "finish":
 		fields = pl.finishFields()
-	} else {
+	case "item":
+		fields = pl.itemFields(p.tok.Node)
+	default:
 		fields = pl.nodeFields(p.tok.Node)
 	}
 	if len(fields) == 0 {

@@ -532,3 +532,32 @@ func TestItemNextConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// An item token's pre-read reads what the item's expressions read, not
+// the for_each list's source (its exec token evaluated the list once).
+func TestItemFields(t *testing.T) {
+	w := build(t, wfSpec{nodes: []*nodeSpec{
+		task("a", "count", with("items", konst("[1, 2, 3]")), with("k", konst("10"))),
+		task("plain", "count", after("a"), forEach("x", "a.output.items", 2), with("v", cexpr("x * 2"))),
+		task("reads", "count", after("a"), forEach("x", "a.output.items", 2), with("v", cexpr("x * a.output.k"))),
+	}})
+	p, err := newPlan(w, func(string) string { return "q" }, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		node       string
+		item, exec string
+	}{
+		{"plain", "[]", "[out|a]"},
+		{"reads", "[out|a]", "[out|a]"},
+		{"a", "[]", "[]"},
+	} {
+		if got := fmt.Sprint(p.itemFields(c.node)); got != c.item {
+			t.Errorf("%s: item fields %s, want %s", c.node, got, c.item)
+		}
+		if got := fmt.Sprint(p.nodeFields(c.node)); got != c.exec {
+			t.Errorf("%s: exec fields %s, want %s", c.node, got, c.exec)
+		}
+	}
+}

@@ -27,23 +27,21 @@ func (p *plan) aheadNode(id string) bool {
 		p.ahead = map[string]bool{}
 	}
 	ok := len(p.w.Outputs) > 0 && len(p.w.Goals) == 0 && p.w.Finally == nil && p.nodes[id] != nil
-	named := false
-	for i := 0; ok && i < len(p.w.Outputs); i++ {
-		names, err := p.cel.names(p.w.Outputs[i].Expr.CEL)
-		if err != nil {
+	if ok {
+		srcs := make([]string, len(p.w.Outputs))
+		for i := range p.w.Outputs {
+			srcs[i] = p.w.Outputs[i].Expr.CEL
+		}
+		names, all := p.exprNames(srcs)
+		switch {
+		case all:
 			ok = false
-			break
+		case len(names) == 0:
+			g := p.graph[id]
+			ok = g != nil && len(g.Out) == 0
+		default:
+			ok = len(names) == 1 && names[id]
 		}
-		for _, n := range names {
-			if n != id {
-				ok = false
-			}
-			named = true
-		}
-	}
-	if ok && !named {
-		g := p.graph[id]
-		ok = g != nil && len(g.Out) == 0
 	}
 	p.ahead[id] = ok
 	return ok

@@ -31,18 +31,7 @@ func (p *plan) itemReads(id string) []string {
 	}
 	c := *n
 	c.ForEach, c.When = nil, nil
-	set := map[string]bool{}
-	all := false
-	for _, src := range nodeExprs(&c) {
-		names, err := p.cel.names(src)
-		if err != nil {
-			all = true
-			break
-		}
-		for _, name := range names {
-			set[name] = true
-		}
-	}
+	set, all := p.exprNames(nodeExprs(&c))
 	var list []string
 	if all {
 		list = p.reads(id) // as plan.reads: evaluating reports the error

@@ -1363,18 +1363,7 @@ func (p *plan) reads(id string) []string {
 	if p.anc == nil {
 		p.anc = map[string][]string{}
 	}
-	set := map[string]bool{}
-	all := false
-	for _, src := range nodeExprs(p.nodes[id]) {
-		names, err := p.cel.names(src)
-		if err != nil {
-			all = true
-			break
-		}
-		for _, name := range names {
-			set[name] = true
-		}
-	}
+	set, all := p.exprNames(nodeExprs(p.nodes[id]))
 	if all {
 		set = ir.Ancestors(p.w, id)
 	}
@@ -1388,6 +1377,23 @@ func (p *plan) reads(id string) []string {
 	}
 	p.anc[id] = list
 	return list
+}
+
+// exprNames returns the names the expressions srcs refer to; all is true
+// when one does not compile (the caller then binds every ancestor, and
+// evaluating it reports the error).
+func (p *plan) exprNames(srcs []string) (set map[string]bool, all bool) {
+	set = map[string]bool{}
+	for _, src := range srcs {
+		names, err := p.cel.names(src)
+		if err != nil {
+			return set, true
+		}
+		for _, name := range names {
+			set[name] = true
+		}
+	}
+	return set, false
 }
 
 // paramExprs calls add with the expressions of a with block's values

@@ -100,37 +100,8 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 					} else {
 						st.RunID = v.submit(w, in)
 					}
-					evs, err := v.e.Events(v.ctx, st.RunID)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var lines []string
-					for _, ev := range evs {
-						var fs []string
-						for k, val := range ev.Fields {
-							if k != "ts" && k != "result" && k != "due" { // times
-								fs = append(fs, k+"="+val)
-							}
-						}
-						slices.Sort(fs)
-						lines = append(lines, ev.Type+" "+strings.Join(fs, " "))
-					}
-					logs[i] = strings.Join(lines, "\n")
-					var hs []string
-					for _, k := range []string{v.e.st.ks.state(st.RunID), v.e.st.ks.items(st.RunID)} {
-						h, err := v.e.st.rdb.HGetAll(v.ctx, k).Result()
-						if err != nil {
-							t.Fatal(err)
-						}
-						var kv []string
-						for f, val := range h {
-							if f != runField("created") && f != runField("ended") { // times
-								kv = append(kv, f+"="+val)
-							}
-						}
-						slices.Sort(kv)
-						hs = append(hs, strings.Join(kv, " "))
-					}
+					logs[i] = eventLines(t, v, st.RunID, "result")
+					hs := hashLines(t, v, st.RunID)
 					// The deadline timers left in the control queue's timers.
 					timers, _ := v.e.st.rdb.ZRange(v.ctx, v.e.st.ks.timers(v.e.st.ks.shard(st.RunID), ControlQueue), 0, -1).Result()
 					hs = append(hs, strings.ReplaceAll(fmt.Sprintf("timers: %q", timers), st.RunID, "RUN"))
@@ -142,10 +113,7 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 						}
 					}
 					// Which keys of the ended run expire (retention).
-					for _, k := range v.e.RunKeys(st.RunID) {
-						d, _ := v.e.st.rdb.PTTL(v.ctx, k).Result()
-						hs = append(hs, fmt.Sprintf("%s expires: %v", k[strings.LastIndex(k, ":")+1:], d > 0))
-					}
+					hs = append(hs, expiryLines(v, st.RunID)...)
 					states[i] = strings.Join(hs, "\n")
 				}
 				if logs[0] != logs[1] {
@@ -157,6 +125,60 @@ func TestAdvanceWritesWhatCompleteWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// eventLines is a run's event log, one event a line, fields sorted,
+// without times (ts, due) and the fields named in skip.
+func eventLines(t *testing.T, v *env, run string, skip ...string) string {
+	t.Helper()
+	evs, err := v.e.Events(v.ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, ev := range evs {
+		var fs []string
+		for k, val := range ev.Fields {
+			if k != "ts" && k != "due" && !slices.Contains(skip, k) { // times
+				fs = append(fs, k+"="+val)
+			}
+		}
+		slices.Sort(fs)
+		lines = append(lines, ev.Type+" "+strings.Join(fs, " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hashLines are a run's state and items hashes, a line each, fields
+// sorted, without its times (run|created, run|ended).
+func hashLines(t *testing.T, v *env, run string) []string {
+	t.Helper()
+	var hs []string
+	for _, k := range []string{v.e.st.ks.state(run), v.e.st.ks.items(run)} {
+		h, err := v.e.st.rdb.HGetAll(v.ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kv []string
+		for f, val := range h {
+			if f != runField("created") && f != runField("ended") { // times
+				kv = append(kv, f+"="+val)
+			}
+		}
+		slices.Sort(kv)
+		hs = append(hs, strings.Join(kv, " "))
+	}
+	return hs
+}
+
+// expiryLines say which of a run's keys expire (its retention).
+func expiryLines(v *env, run string) []string {
+	var out []string
+	for _, k := range v.e.RunKeys(run) {
+		d, _ := v.e.st.rdb.PTTL(v.ctx, k).Result()
+		out = append(out, fmt.Sprintf("%s expires: %v", k[strings.LastIndex(k, ":")+1:], d > 0))
+	}
+	return out
 }
 
 // TestStateIsHashtable: a run's state hash is a hashtable from the start,

@@ -42,48 +42,15 @@ func countItemNext(t *testing.T, v *env) func(run string) int {
 // state and items hashes, its applied keys and which of its keys expire.
 func runWrites(t *testing.T, v *env, run string) (log, state string) {
 	t.Helper()
-	evs, err := v.e.Events(v.ctx, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, ev := range evs {
-		var fs []string
-		for k, val := range ev.Fields {
-			if k != "ts" && k != "due" { // times
-				fs = append(fs, k+"="+val)
-			}
-		}
-		slices.Sort(fs)
-		lines = append(lines, ev.Type+" "+strings.Join(fs, " "))
-	}
-	ks := v.e.st.ks
-	var hs []string
-	for _, k := range []string{ks.state(run), ks.items(run)} {
-		h, err := v.e.st.rdb.HGetAll(v.ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var kv []string
-		for f, val := range h {
-			if f != runField("created") && f != runField("ended") { // times
-				kv = append(kv, f+"="+val)
-			}
-		}
-		slices.Sort(kv)
-		hs = append(hs, strings.Join(kv, " "))
-	}
-	ops, err := v.e.st.rdb.SMembers(v.ctx, ks.runKey(run, "applied")).Result()
+	hs := hashLines(t, v, run)
+	ops, err := v.e.st.rdb.SMembers(v.ctx, v.e.st.ks.runKey(run, "applied")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(ops)
 	hs = append(hs, "applied: "+strings.Join(ops, " "))
-	for _, k := range v.e.RunKeys(run) {
-		d, _ := v.e.st.rdb.PTTL(v.ctx, k).Result()
-		hs = append(hs, fmt.Sprintf("%s expires: %v", k[strings.LastIndex(k, ":")+1:], d > 0))
-	}
-	return strings.Join(lines, "\n"), strings.Join(hs, "\n")
+	hs = append(hs, expiryLines(v, run)...)
+	return eventLines(t, v, run), strings.Join(hs, "\n")
 }
 
 // itemnext.lua must write exactly what itemdone.lua writes for the items

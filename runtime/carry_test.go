@@ -297,17 +297,10 @@ func TestCarryRedeliveryAndRetry(t *testing.T) {
 			task("x", "block", after("a"), with("v", cexpr("a.output.v + 1"))),
 			task("y", "failonce", after("x"), with("v", cexpr("x.output.v + a.output.v")), retry(2, "fixed", 10)),
 		}})
-		o := fastWorker(v.reg)
-		o.crash = true
-		o.Consumer = "doomed"
-		w1 := v.e.NewWorker(o)
-		ctx1, kill := context.WithCancel(v.ctx)
-		done1 := make(chan struct{})
-		go func() { defer close(done1); w1.Run(ctx1) }()
+		kill := v.crashingWorker("doomed")
 		run := v.submit(w, nil)
 		key := v.waitStarted()
 		kill()
-		<-done1
 		close(v.unblock)
 		v.worker(func(o *WorkerOptions) { o.Consumer = "rescuer" })
 		st := v.wait(run)

@@ -310,6 +310,22 @@ func (v *env) worker(mod ...func(*WorkerOptions)) *Worker {
 	return v.e.StartWorkers(v.ctx, o.Concurrency, o)
 }
 
+// crashingWorker starts a worker that dies as a crashed process would
+// (crash: it acknowledges and releases nothing when stopped), under
+// consumer name consumer if given; kill stops it and returns once it has.
+func (v *env) crashingWorker(consumer string) (kill func()) {
+	o := fastWorker(v.reg)
+	o.crash = true
+	if consumer != "" {
+		o.Consumer = consumer
+	}
+	w := v.e.NewWorker(o)
+	ctx, cancel := context.WithCancel(v.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	return func() { cancel(); <-done }
+}
+
 func (v *env) submit(w *ir.Workflow, inputs map[string]any) string {
 	v.t.Helper()
 	id, err := v.e.Submit(v.ctx, w, inputs)

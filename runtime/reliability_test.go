@@ -204,17 +204,10 @@ func TestFanInRace(t *testing.T) {
 func TestWorkerCrashInProcess(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
-		o := fastWorker(v.reg)
-		o.crash = true
-		o.Consumer = "doomed"
-		w1 := v.e.NewWorker(o)
-		ctx1, kill := context.WithCancel(v.ctx)
-		done1 := make(chan struct{})
-		go func() { defer close(done1); w1.Run(ctx1) }()
+		kill := v.crashingWorker("doomed")
 		run := v.submit(mixedBlock(t), nil)
 		key := v.waitStarted()
 		kill()
-		<-done1
 		if pending(t, v.e) == 0 {
 			t.Fatal("the killed worker's message is not pending")
 		}

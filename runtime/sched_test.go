@@ -240,12 +240,7 @@ func TestAdmittedEntryClaimed(t *testing.T) {
 		if n := waitingEntries(t, v.e); n != 1 {
 			t.Fatalf("%d entry tokens wait, want 1", n)
 		}
-		o := fastWorker(v.reg)
-		o.crash = true
-		dead := v.e.NewWorker(o)
-		ctx, stop := context.WithCancel(v.ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); dead.Run(ctx) }()
+		stop := v.crashingWorker("")
 		v.waitStarted()
 		if n := waitingEntries(t, v.e); n != 0 {
 			t.Fatalf("%d entry tokens still wait", n)
@@ -257,7 +252,6 @@ func TestAdmittedEntryClaimed(t *testing.T) {
 			t.Fatalf("the queue holds %v (%v)", ms, err)
 		}
 		stop()
-		<-done
 		close(v.unblock)
 		live := v.worker()
 		if st := v.wait(id); st.State != RunCompleted {

@@ -42,17 +42,22 @@ const (
 // may use is declared as dyn: input, every node id, output and every
 // for_each variable; the compiler has type-checked the expressions already.
 type celCache struct {
-	once sync.Once
-	env  *cel.Env
-	err  error
-	mu   sync.Mutex
-	prg  map[string]cel.Program
-	refs map[string][]string // names an expression refers to
-	// cheap: expressions whose cost cel-go bounds statically at
-	// celCheapCost or less (no comprehension, no value of unknown size
-	// to walk): eval runs them without the timeout's context.
-	cheap map[string]bool
+	once  sync.Once
+	env   *cel.Env
+	err   error
+	mu    sync.Mutex
+	exprs map[string]*compiled // by source
 	vars  []string
+}
+
+// A compiled expression.
+type compiled struct {
+	prg   cel.Program
+	names []string // the names it refers to
+	// cheap: its cost cel-go bounds statically at celCheapCost or less
+	// (no comprehension, no value of unknown size to walk): eval runs it
+	// without the deadline's context.
+	cheap bool
 }
 
 // celCheapCost is the static cost bound under which an expression is
@@ -82,10 +87,19 @@ func newCELCache(p *plan) *celCache {
 		}
 	}
 	sort.Strings(vars)
-	return &celCache{prg: map[string]cel.Program{}, refs: map[string][]string{}, cheap: map[string]bool{}, vars: vars}
+	return &celCache{exprs: map[string]*compiled{}, vars: vars}
 }
 
 func (c *celCache) program(src string) (cel.Program, error) {
+	x, err := c.compile(src)
+	if err != nil {
+		return nil, err
+	}
+	return x.prg, nil
+}
+
+// compile compiles src once.
+func (c *celCache) compile(src string) (*compiled, error) {
 	c.once.Do(func() {
 		opts := append(cellib.Options(),
 			cel.CrossTypeNumericComparisons(true),
@@ -106,8 +120,8 @@ func (c *celCache) program(src string) (cel.Program, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, ok := c.prg[src]; ok {
-		return p, nil
+	if x, ok := c.exprs[src]; ok {
+		return x, nil
 	}
 	ast, iss := c.env.Compile(src)
 	if iss.Err() != nil {
@@ -118,26 +132,24 @@ func (c *celCache) program(src string) (cel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.prg[src] = p
-	var names []string
+	x := &compiled{prg: p}
 	for _, r := range ast.NativeRep().ReferenceMap() {
-		if r.Name != "" && !slices.Contains(names, r.Name) {
-			names = append(names, r.Name)
+		if r.Name != "" && !slices.Contains(x.names, r.Name) {
+			x.names = append(x.names, r.Name)
 		}
 	}
-	c.refs[src] = names
 	if est, err := c.env.EstimateCost(ast, noSizes{}); err == nil && est.Max <= celCheapCost {
-		c.cheap[src] = true
+		x.cheap = true
 	}
-	return p, nil
+	c.exprs[src] = x
+	return x, nil
 }
 
-// isCheap reports whether a compiled expression's cost is statically
-// bounded by celCheapCost.
+// isCheap reports whether an expression compiles and its cost is
+// statically bounded by celCheapCost.
 func (c *celCache) isCheap(src string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cheap[src]
+	x, err := c.compile(src)
+	return err == nil && x.cheap
 }
 
 // sizeCost charges a call that makes a string, bytes, list or map by the
@@ -345,12 +357,11 @@ func delegate(fn string, nargs int) (func([]ref.Val) ref.Val, error) {
 
 // names returns the variables an expression refers to.
 func (c *celCache) names(src string) ([]string, error) {
-	if _, err := c.program(src); err != nil {
+	x, err := c.compile(src)
+	if err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.refs[src], nil
+	return x.names, nil
 }
 
 // An evalError is an expression that failed to evaluate: it fails the node
@@ -384,16 +395,16 @@ func (v vars) with(name string, val any) vars {
 }
 
 func (p *plan) eval(ctx context.Context, e *ir.Expr, what string, act vars) (ref.Val, error) {
-	prg, err := p.cel.program(e.CEL)
+	x, err := p.cel.compile(e.CEL)
 	if err != nil {
 		return nil, &evalError{what, e.Loc, err}
 	}
 	var val ref.Val
-	if p.cel.isCheap(e.CEL) {
-		val, _, err = prg.Eval(map[string]any(act))
+	if x.cheap {
+		val, _, err = x.prg.Eval(map[string]any(act))
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, celEvalTimeout)
-		val, _, err = prg.ContextEval(ctx, map[string]any(act))
+		val, _, err = x.prg.ContextEval(ctx, map[string]any(act))
 		cancel()
 	}
 	if err != nil {

@@ -57,12 +57,11 @@ func BenchmarkEvalCheap(b *testing.B) {
 			name = "deadline"
 		}
 		b.Run(name, func(b *testing.B) {
-			if _, err := p.cel.program(e.CEL); err != nil {
+			x, err := p.cel.compile(e.CEL)
+			if err != nil {
 				b.Fatal(err)
 			}
-			p.cel.mu.Lock()
-			p.cel.cheap[e.CEL] = !deadline
-			p.cel.mu.Unlock()
+			x.cheap = !deadline
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := p.eval(context.Background(), e, "x", act); err != nil {

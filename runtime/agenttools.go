@@ -141,27 +141,28 @@ func (d delegator) Delegate(ctx context.Context, req tools.DelegateRequest) (too
 			return tools.DelegateResult{}, &tools.Error{Code: tools.CodeBadArgs, Message: "inputs must be a JSON object"}
 		}
 	}
-	// Record the child first: a worker that dies between the record and
-	// the submit leaves a child id that never ran, never a run that
-	// outlives its parent unseen.
-	id := newRunID()
+	// Record the child first, pending, then submit it: it starts only
+	// while the record stands (start.lua), and the run's end or cancel
+	// closes a record whose child never started (cancelChildren). A worker
+	// that dies between the two leaves a pending record, which status
+	// does not show; a run that ends first leaves no child that runs. The
+	// child's id is in the run's shard: start.lua reads the record in the
+	// same slot.
+	id := runIDInShard(d.w.ks, d.w.ks.shard(d.run))
 	state := d.w.ks.state(d.run)
 	ok, err := agentDelegateScript.Run(ctx, d.w.st.rdb, []string{state}, id, d.x).Int()
 	if err != nil {
 		return tools.DelegateResult{}, fmt.Errorf("record the delegated run: %w", err)
 	}
 	if ok == 0 {
-		return tools.DelegateResult{}, &tools.Error{Code: tools.CodeFailed, Message: "run " + d.run + " is no longer running: nothing was delegated"}
+		return tools.DelegateResult{}, errNotRunning(d.run)
 	}
-	if _, _, err := d.w.eng.SubmitTag(ctx, req.Target, inputs, WithRunID(id)); err != nil {
-		d.w.st.rdb.HDel(context.WithoutCancel(ctx), state, "ch|"+id) // no such run: not a child
+	if _, _, err := d.w.eng.SubmitTag(ctx, req.Target, inputs, WithRunID(id), recordedBy(d.run)); err != nil {
+		if errors.Is(err, errChildUnrecorded) {
+			return tools.DelegateResult{}, errNotRunning(d.run) // the run ended and closed the record
+		}
+		d.w.eng.dropChild(context.WithoutCancel(ctx), d.run, id, "the submit failed")
 		return tools.DelegateResult{}, &tools.Error{Code: tools.CodeFailed, Message: d.w.opts.Secrets.Text(err.Error())}
-	}
-	// The run may have ended between the record and the submit, its
-	// orphans token finding no child yet: cancel the child here. (A run
-	// that ends after this read finds the child through ch|.)
-	if m, err := d.w.st.meta(ctx, d.run); err == nil && m.Status != RunRunning || errors.Is(err, ErrUnknownRun) {
-		d.w.eng.cancelRun(context.WithoutCancel(ctx), id, "parent run "+d.run+" ended")
 	}
 	d.w.log.Info("wfc worker: agent delegated a run", "run", d.run, "node", d.node, "delegated", id, "workflow", req.Target)
 	res := tools.DelegateResult{ID: id, Status: "started"}
@@ -176,6 +177,24 @@ func (d delegator) Delegate(ctx context.Context, req tools.DelegateRequest) (too
 	res.Output = st.Result
 	res.Error = st.Error
 	return res, nil
+}
+
+func errNotRunning(run string) error {
+	return &tools.Error{Code: tools.CodeFailed, Message: "run " + run + " is no longer running: nothing was delegated"}
+}
+
+// recordedBy submits a run that run recorded as its child (ch|, cp|)
+// before the submit: it starts only while that record stands.
+func recordedBy(run string) SubmitOption { return func(c *submitConfig) { c.recorder = run } }
+
+// runIDInShard returns a new run id (newRunID) in shard: about as many
+// draws as there are shards.
+func runIDInShard(ks keyspace, shard int) string {
+	for {
+		if id := newRunID(); ks.shard(id) == shard {
+			return id
+		}
+	}
 }
 
 // agentPatcher applies patch_workflow's ops to the agent's own run.

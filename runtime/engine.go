@@ -480,6 +480,7 @@ type SubmitOption func(*submitConfig)
 type submitConfig struct {
 	runID     string
 	parent    *parentLink // a child run of a flow node (flow.go)
+	recorder  string      // the run that recorded this one as its child before the submit (recordedBy)
 	retention time.Duration
 	setRet    bool
 }
@@ -541,7 +542,7 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	args := startArgs{
 		base: e.st.base(ref, nil), IR: p.hash, Graph: p.suffix, Workflow: p.w.Name, Inputs: string(in),
 		Entries: p.entries, DeadlineMS: p.w.Settings.DeadlineMS, MaxHops: maxHops, MaxFanout: maxFan,
-		Retention: retMS, Parent: c.parent, Admit: c.parent == nil,
+		Retention: retMS, Parent: c.parent, Recorder: c.recorder, Admit: c.parent == nil && c.recorder == "",
 	}
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
@@ -611,6 +612,11 @@ type startArgs struct {
 	MaxFanout  int         `json:"max_fanout"`
 	Retention  int64       `json:"retention"`
 	Parent     *parentLink `json:"parent,omitempty"`
+	// Recorder: the run that recorded this one as its child (ch|, cp|)
+	// before submitting it, without a flow node's link (an agent's
+	// delegated run: agenttools.go). It starts only while that record
+	// stands, as a flow node's child does.
+	Recorder string `json:"recorder,omitempty"`
 	// Admit: a new run, whose entry tokens wait for admission in the
 	// entry streams (a child run's go to the streams: its parent is in
 	// flight). docs/runtime.md, "Scheduling".
@@ -625,6 +631,8 @@ func (e *Engine) start(ctx context.Context, sc redis.Scripter, ref runRef, a sta
 			keys = append(keys, e.st.ks.admitKeys(ref.id, ref.queues)...)
 		} else if a.Parent != nil {
 			keys = append(keys, e.st.ks.state(a.Parent.Run)) // the record of the child (flow.go)
+		} else if a.Recorder != "" {
+			keys = append(keys, e.st.ks.state(a.Recorder))
 		}
 		return s.Run(ctx, sc, keys, arg).Result()
 	})
@@ -634,8 +642,8 @@ func (e *Engine) start(ctx context.Context, sc redis.Scripter, ref runRef, a sta
 // entry nodes are outside loops. It returns "" when the case does not
 // apply or the script declined, and start runs.
 func (e *Engine) begin(ctx context.Context, sc redis.Scripter, p *plan, ref runRef, a startArgs) (string, error) {
-	if e.opts.generalOnly || a.Parent != nil {
-		return "", nil // begin.lua does not record a parent
+	if e.opts.generalOnly || a.Parent != nil || a.Recorder != "" {
+		return "", nil // begin.lua does not check a parent's record
 	}
 	if len(ref.queues) == 0 {
 		return "", nil

@@ -4,17 +4,20 @@
 --    run's keys are kept once it ends; 0 forever), parent (a child run of
 --    a flow node, flow.go: {run, node, iter, hop, attempt, item, gen},
 --    which its end notifies; KEYS then go on with the parent's state
---    hash; absent otherwise), admit (true: a new run that waits for
+--    hash; absent otherwise), recorder (a run that recorded this one as
+--    its child without a flow node's link: an agent's delegated run,
+--    agenttools.go; KEYS then go on with its state hash), admit (true: a new run that waits for
 --    admission; KEYS then go on with the shard's admission hash and the
 --    entry stream of each of A.queues).
 if redis.call('HEXISTS', STATE, 'run|status') == 1 then return 'exists' end
 -- A child run starts only while its parent records it (field
--- ch|<child>, written by the flow script before the submit): a parent
+-- ch|<child>, written by the flow script, or for an agent's delegated
+-- run by agentdelegate.lua, before the submit): a parent
 -- that gives the child up before it started (its end, a join first, the
 -- attempt's timeout) closes the record (flow.go's closeChildScript), and
 -- the child then never starts ('unrecorded'). The parent's field
 -- cp|<child> (pending) goes when it starts.
-local PSTATE = A.parent and KEYS[7 + 2 * #A.queues]
+local PSTATE = (A.parent or A.recorder) and KEYS[7 + 2 * #A.queues]
 if PSTATE and redis.call('HEXISTS', PSTATE, 'ch|' .. RUN) == 0 then return 'unrecorded' end
 local info = redis.call('HGET', GRAPH, '_')
 if not info then return fail('graph ' .. GRAPH .. ' is not stored') end
@@ -42,6 +45,7 @@ if A.parent then
   fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs,
     'parent', A.parent.run, 'parent_x', xkey(A.parent.node, A.parent.iter))
 else
+  if PSTATE then redis.call('HDEL', PSTATE, 'cp|' .. RUN) end
   fold('run.started', 0, 'ir', A.ir, 'workflow', A.workflow, 'inputs', A.inputs)
 end
 if A.admit then

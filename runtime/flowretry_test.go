@@ -1,0 +1,69 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+
+	"github.com/wfc-lang/wfc/ir"
+	"github.com/wfc-lang/wfc/runtime/handlers"
+)
+
+// A run that failed while a flow node waited on its child (the child is
+// cancelled with it) and is then retried: the flow node runs again with a
+// new child (the old one's end, of the old generation, is no news), and
+// the run completes with that child's result. Also when the old child's
+// cancel races the retry.
+func TestFlowRetryWhileWaiting(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		ctx := context.Background()
+		var kidCalls, fCalls atomic.Int32
+		// The child's task blocks the first time (until the parent's
+		// failure cancels the child), then doubles.
+		v.reg.RegisterFunc("firstblocks", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			if kidCalls.Add(1) == 1 {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(`{}`), nil
+		})
+		// f fails the run once the child's task started, the first time.
+		v.reg.RegisterFunc("failonce", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			v.note(req)
+			if fCalls.Add(1) == 1 {
+				waitFor(t, "the child's task to start", func() bool { return kidCalls.Load() >= 1 })
+				return nil, handlers.Permanentf("failonce: first call")
+			}
+			return json.RawMessage(`{"ok":true}`), nil
+		})
+		v.worker()
+		child := childWF(t, "kid", "firstblocks")
+		w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{child}, nodes: []*nodeSpec{
+			flowNode(t, "c", child, fwith("n", konst("3"))),
+			task("f", "failonce"),
+		}})
+		run := v.submit(w, nil)
+		st := v.wait(run)
+		if st.State != RunFailed || nodeState(st, "c") == NodeCompleted {
+			t.Fatalf("first end: %s", dump(st))
+		}
+		if err := v.e.Retry(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		st = v.wait(run)
+		if st.State != RunCompleted {
+			t.Fatalf("after retry: %s", dump(st))
+		}
+		if got := string(st.Nodes["c"].Output); got != `{"doubled":6}` {
+			t.Errorf("c.output = %s", got)
+		}
+		if kidCalls.Load() != 2 || fCalls.Load() != 2 {
+			t.Errorf("child task ran %d times, f %d", kidCalls.Load(), fCalls.Load())
+		}
+		noDanglingChild(t, v.e, st)
+		waitNoPending(t, v.e)
+	})
+}

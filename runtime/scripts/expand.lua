@@ -52,8 +52,8 @@ else
 end
 
 -- The node's items fields are written with one HSET at the end (sets),
--- whatever the chunk's size: a command per item and per field cost more
--- than the rest of the call (docs/performance.md).
+-- whatever the chunk's size: a command per item and field (three an
+-- item, read back to queue it) cost more than the rest of the call.
 local sets, ns = {'HSET', ITEMS}, 2
 local function set(f, v)
   sets[ns + 1], sets[ns + 2] = f, v

@@ -34,6 +34,9 @@ type batcher struct {
 	pending []*batchCall
 
 	pipelined atomic.Int64 // calls sent in pipelines of two or more (tests)
+	// offered: slots that went beyond one per call, from calls that
+	// carry several completions (runOffer; tests).
+	offered atomic.Int64
 }
 
 // A piggyback lets a batch's pipeline also read the next messages for the
@@ -57,11 +60,25 @@ type batchCall struct {
 	give  bool // the caller's slot may go to a message the batch reads
 	shard int  // the shard of the caller's run
 	gave  bool // it went
+	// offer, when set, offers the slots of the handlers whose
+	// completions the call carries instead (give is then false); slots
+	// is how many it offered.
+	offer slotOffer
+	slots int
 
 	res  any
 	err  error
 	wake chan struct{} // closed when done, or when the call is to lead
 	lead bool
+}
+
+// A slotOffer offers the handling slots of several completions that one
+// call carries (a group of for_each items, items.go): seal closes the
+// call to more of them and returns how many slots it offers, and took
+// hands n of them to messages the batch read, before the call returns.
+type slotOffer interface {
+	seal() int
+	took(n int)
 }
 
 func newBatcher(rdb redis.UniversalClient, n, lanes int, pb piggyback) *batcher {
@@ -76,6 +93,19 @@ func newBatcher(rdb redis.UniversalClient, n, lanes int, pb piggyback) *batcher 
 // release it).
 func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, give bool, shard int, args ...any) (res any, gave bool, err error) {
 	c := &batchCall{sc: sc, keys: keys, args: args, give: give, shard: shard, wake: make(chan struct{})}
+	b.call(ctx, c)
+	return c.res, c.gave, c.err
+}
+
+// runOffer is run for a call that carries several completions: it offers
+// their slots (offer) to the messages the batch reads.
+func (b *batcher) runOffer(ctx context.Context, sc *redis.Script, keys []string, offer slotOffer, shard int, args ...any) (any, error) {
+	c := &batchCall{sc: sc, keys: keys, args: args, offer: offer, shard: shard, wake: make(chan struct{})}
+	b.call(ctx, c)
+	return c.res, c.err
+}
+
+func (b *batcher) call(ctx context.Context, c *batchCall) {
 	b.mu.Lock()
 	if b.sending >= b.lanes {
 		b.pending = append(b.pending, c)
@@ -84,7 +114,7 @@ func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, give
 		// its outcome must be known; the client's timeouts bound the wait.
 		<-c.wake
 		if !c.lead {
-			return c.res, c.gave, c.err
+			return
 		}
 		b.mu.Lock()
 	} else {
@@ -110,7 +140,6 @@ func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, give
 	for _, o := range batch[1:] {
 		close(o.wake)
 	}
-	return c.res, c.gave, c.err
 }
 
 // send runs the batch: one EVALSHA alone, several in a pipeline. A call
@@ -118,10 +147,17 @@ func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, give
 // repeated on its own with the script's EVALSHA-then-EVAL.
 func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 	var givers []*batchCall
+	slots := 0
 	if b.pb != nil {
 		for _, c := range batch {
-			if c.give {
+			if c.offer != nil {
+				c.slots = c.offer.seal()
+			} else if c.give {
+				c.slots = 1
+			}
+			if c.slots > 0 {
 				givers = append(givers, c)
+				slots += c.slots
 			}
 		}
 	}
@@ -141,12 +177,20 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 	// After the completions: it may read the tokens they just queued.
 	var take *pendingTake
 	if len(givers) > 0 {
-		take = b.pb.queueTake(ctx, pipe, givers[0].shard, len(givers))
+		take = b.pb.queueTake(ctx, pipe, givers[0].shard, slots)
 	}
 	pipe.Exec(ctx) // each command's error is read below
 	if take != nil {
-		for _, c := range givers[:b.pb.takeDone(ctx, take, givers[0].shard, len(givers))] {
-			c.gave = true
+		used := b.pb.takeDone(ctx, take, givers[0].shard, slots)
+		for _, c := range givers {
+			n := min(used, c.slots)
+			used -= n
+			if c.offer != nil {
+				c.offer.took(n)
+				b.offered.Add(int64(max(n-1, 0)))
+			} else {
+				c.gave = n > 0
+			}
 		}
 	}
 	for i, c := range batch {

@@ -92,13 +92,15 @@ func (j *job) itemNext(k int, out string) (res string, ok bool, err error) {
 	}
 	maxState := j.maxState()
 	key := itemGroupKey{b: j.w.batch, run: j.tok.Run, x: j.x, graph: j.m.Graph, nq: nq, maxState: maxState}
-	g, idx := joinItemGroup(key, itemCall{item: k, gen: j.tok.Gen, mq: mq, id: j.msg.ID, out: out})
+	g, idx := joinItemGroup(key, itemCall{item: k, gen: j.tok.Gen, mq: mq, id: j.msg.ID, out: out}, j.give)
 	if idx == 0 {
-		// It opened the group: it calls the script for all.
+		// It opened the group: it calls the script for all, offering
+		// their slots to the messages the batch reads (as a call each
+		// would).
 		ks := j.w.ks
 		keys := append(make([]string, 0, 4+len(j.ref.queues)), ks.state(j.tok.Run), ks.events(j.tok.Run), ks.items(j.tok.Run), ks.runKey(j.tok.Run, "applied"))
 		keys = ks.appendStreams(keys, ks.shard(j.tok.Run), j.ref.queues)
-		reply, err := j.batched(j.w.st.scripts["itemnext"], keys, j.tok.Node, j.tok.Iter, strconv.FormatInt(nowMS(), 10), j.tok.Run, nq, maxState, j.m.Graph, g)
+		reply, err := j.w.batch.runOffer(j.ctx, j.w.st.scripts["itemnext"], keys, g, ks.shard(j.tok.Run), j.tok.Node, j.tok.Iter, strconv.FormatInt(nowMS(), 10), j.tok.Run, nq, maxState, j.m.Graph, g)
 		g.finish(reply, err)
 	}
 	<-g.done
@@ -130,11 +132,16 @@ type itemGroupKey struct {
 }
 
 // An itemGroup is the items of one itemnext call. It is open, taking
-// items, until the call's arguments are written (MarshalBinary), or the
-// call returned without writing them (an error).
+// items, until the call's arguments are written (MarshalBinary) or its
+// batch offers its slots (seal), or the call returned without writing
+// them (an error).
 type itemGroup struct {
-	key    itemGroupKey
-	items  []itemCall
+	key   itemGroupKey
+	items []itemCall
+	// gives: each item's job.give (nil: its slot is not to be offered),
+	// set to true when the item's slot went to a message the call's
+	// batch read.
+	gives  []*bool
 	packed []byte // once written
 	done   chan struct{}
 	res    []string
@@ -149,14 +156,16 @@ var itemGroups = struct {
 
 // joinItemGroup adds the call to the open group of key, or opens one;
 // idx is its place in the group (0: it opened it).
-func joinItemGroup(key itemGroupKey, c itemCall) (*itemGroup, int) {
+// give is the item's job.give.
+func joinItemGroup(key itemGroupKey, c itemCall, give *bool) (*itemGroup, int) {
 	itemGroups.Lock()
 	defer itemGroups.Unlock()
 	if g := itemGroups.open[key]; g != nil {
 		g.items = append(g.items, c)
+		g.gives = append(g.gives, give)
 		return g, len(g.items) - 1
 	}
-	g := &itemGroup{key: key, items: []itemCall{c}, done: make(chan struct{})}
+	g := &itemGroup{key: key, items: []itemCall{c}, gives: []*bool{give}, done: make(chan struct{})}
 	itemGroups.open[key] = g
 	return g, 0
 }
@@ -174,6 +183,46 @@ func (g *itemGroup) close() {
 func (g *itemGroup) MarshalBinary() ([]byte, error) {
 	itemGroups.Lock()
 	defer itemGroups.Unlock()
+	g.pack()
+	return g.packed, nil
+}
+
+// seal closes the group (slotOffer): the items that joined until now are
+// the call's. It returns how many of their slots it offers: those of the
+// items whose slots may go (job.give), each once.
+func (g *itemGroup) seal() int {
+	itemGroups.Lock()
+	defer itemGroups.Unlock()
+	g.pack()
+	n := 0
+	for _, give := range g.gives {
+		if give != nil && !*give {
+			n++
+		}
+	}
+	return n
+}
+
+// took marks n of the slots seal offered as gone (slotOffer): their items
+// must not release them. The items wait for the call's reply (finish)
+// and read their marks after it.
+func (g *itemGroup) took(n int) {
+	itemGroups.Lock()
+	defer itemGroups.Unlock()
+	for _, give := range g.gives {
+		if n == 0 {
+			break
+		}
+		if give != nil && !*give {
+			*give = true
+			n--
+		}
+	}
+}
+
+// pack closes the group and writes its items as itemnext's argument,
+// once; the caller holds itemGroups.
+func (g *itemGroup) pack() {
 	if g.packed == nil {
 		g.close()
 		var b []byte
@@ -192,7 +241,6 @@ func (g *itemGroup) MarshalBinary() ([]byte, error) {
 		}
 		g.packed = b
 	}
-	return g.packed, nil
 }
 
 // finish hands the call's reply to the group's items: one status each,

@@ -122,7 +122,11 @@ local st = {}
 for j = 1, nc do st[its[cand[j]]] = it[5 + j] end
 local done, used, c, nx = tonumber(it[5] or '0'), tonumber(r[5] or '0'), tonumber(r[4] or '0'), 0
 local sets = {'HSET', ITEMS}
-local ns, adds, na, evs, ne = 2, {'SADD', APPLIED}, 2, {}, 0
+-- The recorded items in order (oks, their candidates' indices), the
+-- item each queued (nis, false if none) and which was the last (lastat):
+-- their events and tokens are written at the end, each XADD called
+-- directly (a table an event, unpacked, cost about a microsecond more).
+local ns, adds, na, oks, nis, no, lastat = 2, {'SADD', APPLIED}, 2, {}, {}, 0, 0
 local firstnext = nxt
 for j = 1, nc do
   local i = cand[j]
@@ -151,22 +155,15 @@ for j = 1, nc do
       st[item] = 'done'
       sets[ns + 1], sets[ns + 2], sets[ns + 3], sets[ns + 4] = x .. '|o|' .. item, out, x .. '|s|' .. item, 'done'
       ns = ns + 4
-      ne = ne + 1
-      evs[ne] = {'XADD', EVENTS, '*', 'type', 'item.completed', 'ts', now, 'x', x, 'i', item, 'output', out, 'dc', '-1'}
+      no = no + 1
+      oks[no], nis[no] = i, ni or false
       if ni then
         nxt = nxt + 1
         st[ni] = 'queued'
         sets[ns + 1], sets[ns + 2] = x .. '|s|' .. ni, 'queued'
         ns = ns + 2
-        evs[ne + 1] = {'XADD', qnode, '*', 't', tokenjson('item', run, node, iter, hop, '1', ni, gen)}
-        evs[ne + 2] = {'XADD', EVENTS, '*', 'type', 'item.queued', 'ts', now, 'x', x, 'i', ni, 'dc', '1'}
-        ne = ne + 2
       end
-      if last then
-        evs[ne + 1] = {'XADD', qnode, '*', 't', tokenjson('fin', run, node, iter, hop, '1', '-1', gen)}
-        evs[ne + 2] = {'XADD', EVENTS, '*', 'type', 'node.collect', 'ts', now, 'x', x, 'dc', '1'}
-        ne = ne + 2
-      end
+      if last then lastat = no end
     end
   end
 end
@@ -184,7 +181,18 @@ if na > 2 then
     ns = ns + 2
   end
   bigcall(sets, ns)
-  for e = 1, ne do call(unpack(evs[e])) end
+  for o = 1, no do
+    local i, ni = oks[o], nis[o]
+    call('XADD', EVENTS, '*', 'type', 'item.completed', 'ts', now, 'x', x, 'i', its[i], 'output', outs[i], 'dc', '-1')
+    if ni then
+      call('XADD', qnode, '*', 't', tokenjson('item', run, node, iter, hop, '1', ni, gen))
+      call('XADD', EVENTS, '*', 'type', 'item.queued', 'ts', now, 'x', x, 'i', ni, 'dc', '1')
+    end
+    if o == lastat then
+      call('XADD', qnode, '*', 't', tokenjson('fin', run, node, iter, hop, '1', '-1', gen))
+      call('XADD', EVENTS, '*', 'type', 'node.collect', 'ts', now, 'x', x, 'dc', '1')
+    end
+  end
 end
 acknowledge()
 return reply

@@ -471,7 +471,7 @@ func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars, ma
 			}
 			b.Write(data)
 		}
-		return json.Marshal(b.String())
+		return appendJSONString(nil, b.String()), nil
 	}
 	return json.RawMessage("null"), nil
 }
@@ -485,11 +485,15 @@ func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars,
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(ps[i].Name)
-		b.Write(k)
+		b.Write(appendJSONString(b.AvailableBuffer(), ps[i].Name))
 		b.WriteByte(':')
-		v, err := p.value(ctx, &ps[i].Value, fmt.Sprintf("%s.with.%s", node, ps[i].Name), act, max)
+		// (The name in errors is made only for an error: every param
+		// of every execution made it before.)
+		v, err := p.value(ctx, &ps[i].Value, "", act, max)
 		if err != nil {
+			if e, ok := err.(*evalError); ok && e.what == "" {
+				e.what = node + ".with." + ps[i].Name
+			}
 			return nil, err
 		}
 		b.Write(v)
@@ -509,6 +513,15 @@ var errTooBig error = &handlers.Error{Code: CodeOutput, Message: "value too larg
 // JSON.
 func celJSON(v ref.Val, max int) (json.RawMessage, error) {
 	budget := max
+	if data, n, ok := scalarJSON(v); ok { // (jsonout.go: the same bytes and errors, no reflection)
+		if budget-n < 0 {
+			return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)
+		}
+		if len(data) > max {
+			return nil, fmt.Errorf("%w: %d bytes as JSON, over the limit of %d (max_output_bytes)", errTooBig, len(data), max)
+		}
+		return data, nil
+	}
 	x, err := celNative(v, 0, &budget)
 	if errors.Is(err, errTooBig) {
 		return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)

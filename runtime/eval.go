@@ -471,7 +471,7 @@ func (p *plan) value(ctx context.Context, v *ir.Value, what string, act vars, ma
 			}
 			b.Write(data)
 		}
-		return json.Marshal(b.String())
+		return appendJSONString(nil, b.String()), nil
 	}
 	return json.RawMessage("null"), nil
 }
@@ -485,11 +485,15 @@ func (p *plan) params(ctx context.Context, ps []ir.Param, node string, act vars,
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(ps[i].Name)
-		b.Write(k)
+		b.Write(appendJSONString(b.AvailableBuffer(), ps[i].Name))
 		b.WriteByte(':')
-		v, err := p.value(ctx, &ps[i].Value, fmt.Sprintf("%s.with.%s", node, ps[i].Name), act, max)
+		// (The name in errors is made only for an error: every param
+		// of every execution made it before.)
+		v, err := p.value(ctx, &ps[i].Value, "", act, max)
 		if err != nil {
+			if e, ok := err.(*evalError); ok && e.what == "" {
+				e.what = node + ".with." + ps[i].Name
+			}
 			return nil, err
 		}
 		b.Write(v)
@@ -509,6 +513,15 @@ var errTooBig error = &handlers.Error{Code: CodeOutput, Message: "value too larg
 // JSON.
 func celJSON(v ref.Val, max int) (json.RawMessage, error) {
 	budget := max
+	if data, n, ok := scalarJSON(v); ok { // (jsonout.go: the same bytes and errors, no reflection)
+		if budget-n < 0 {
+			return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)
+		}
+		if len(data) > max {
+			return nil, fmt.Errorf("%w: %d bytes as JSON, over the limit of %d (max_output_bytes)", errTooBig, len(data), max)
+		}
+		return data, nil
+	}
 	x, err := celNative(v, 0, &budget)
 	if errors.Is(err, errTooBig) {
 		return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)
@@ -624,7 +637,9 @@ func decodeJSON(data []byte) (any, error) {
 // should see, guided by its IR type: an int is an int64, a number a float64
 // (JSON has one number type), a duration a time.Duration. Where the type
 // says nothing (any, nil), a number written without fraction or exponent is
-// an int and any other a double.
+// an int and any other a double. Lists and maps are converted in place
+// (v is one jsonToCEL just decoded): a copy of each cost a join of 100
+// outputs 100 maps.
 func toCEL(v any, t *ir.Type) any {
 	kind := ir.KindAny
 	if t != nil {
@@ -663,13 +678,11 @@ func toCEL(v any, t *ir.Type) any {
 		if t != nil && t.Kind == ir.KindList {
 			elem = t.Elem
 		}
-		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = toCEL(e, elem)
+			x[i] = toCEL(e, elem)
 		}
-		return out
+		return x
 	case map[string]any:
-		out := make(map[string]any, len(x))
 		for k, e := range x {
 			var ft *ir.Type
 			if t != nil {
@@ -685,9 +698,9 @@ func toCEL(v any, t *ir.Type) any {
 					}
 				}
 			}
-			out[k] = toCEL(e, ft)
+			x[k] = toCEL(e, ft)
 		}
-		return out
+		return x
 	}
 	return v // bool, nil
 }
@@ -744,7 +757,7 @@ func inputsType(w *ir.Workflow) *ir.Type {
 // input is decoded when an evaluation first reads it (a for_each item
 // whose expressions do not read it decoded the whole list each time).
 func (p *plan) activation(inputs string, ids []string, outputs map[string]string) (vars, error) {
-	act := vars{}
+	act := make(vars, len(ids)+1) // (a join of 100 grew it seven times)
 	var once sync.Once
 	var in any
 	act["input"] = func() any {

@@ -57,10 +57,13 @@ elseif na > 12 and (na - 11) % 4 == 2 then
   gexp, ahead = A[na - 1], A[na]; na = na - 2
 end
 local n = (na - 11) / 4
-local mq = tonumber(A[6])
+-- The first queue is the usual one (a workflow of one queue): its index
+-- needs no conversion (tonumber converts twice, with strtod).
+local mqa = A[6]
+local mq = mqa == '1' and 1 or tonumber(mqa)
 local qmsg = mq and mq > 0 and mq % 1 == 0 and KEYS[2 + mq]
 -- The control queue is most often the message's.
-local ctl = A[9] == A[6] and mq or tonumber(A[9])
+local ctl = A[9] == mqa and mq or tonumber(A[9])
 local maxst = tonumber(A[11])
 if na < 11 or (na - 11) % 4 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] or not maxst then
   return redis.error_reply('ERR wfc: bad advance call')
@@ -91,14 +94,23 @@ end
 -- The fields the successors' tokens carry (step.lua's carry), read with
 -- the rest, after it: cf[i] lists successor i's, at[field] is a field's
 -- index in r. The node's own output is the one this script writes.
-local cf, at, own = {}, {}, 'out|' .. node
+-- A spec of one field (no comma) is its own list, without gmatch; and the
+-- tables are made only when some successor carries fields.
+local cf, at, own = nil, nil, 'out|' .. node
 for i = 1, n do
   local spec = A[11 + 4 * i]
   if spec ~= '' then
-    local list, k = {}, 0
-    for fl in string.gmatch(spec, '[^,]+') do
-      k = k + 1
-      list[k] = fl
+    if not cf then cf, at = {}, {} end
+    local list, k = {spec}, 1
+    if string.find(spec, ',', 1, true) then
+      k = 0
+      for fl in string.gmatch(spec, '[^,]+') do
+        k = k + 1
+        list[k] = fl
+      end
+    end
+    for x = 1, k do
+      local fl = list[x]
       if fl ~= own and not at[fl] then
         nf = nf + 1
         f[nf] = fl
@@ -108,7 +120,8 @@ for i = 1, n do
     cf[i] = list
   end
 end
-local r = bigcall(f, nf)
+local r
+if nf <= 2002 then r = call(unpack(f, 1, nf)) else r = bigcall(f, nf) end
 if not r[1] then return 'slow' end
 -- The token's generation is checked against the run's (equal strings are
 -- the common case, and need no conversion).
@@ -136,9 +149,9 @@ if maxst > 0 and used > maxst then return 'slow' end
 -- would write: the script is atomic), and the tokens to queue: toks holds
 -- each one's stream and message. An argument is converted and checked
 -- where it is used, before the first write.
-local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, 'run|bytes', tostring(used), nil, nil, nil, nil,
+local sets = {'HSET', STATE, node, 'completed', own, out, 'run|bytes', used .. '', nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
-local ns, nexts, toks, dc, j = 8, {}, {}, -1, 10
+local ns, nexts, toks, dc, j = 8, {nil, nil}, {nil, nil, nil, nil}, -1, 10
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
   local id, fire = A[8 + 4 * i], true
@@ -146,7 +159,7 @@ for i = 1, n do
   local js = A[10 + 4 * i]
   if js ~= '0' then
     -- A join: its number of incoming edges, negative for a join any.
-    local nin = tonumber(js)
+    local nin = js == '2' and 2 or tonumber(js)
     if not nin or nin % 1 ~= 0 then return redis.error_reply('ERR wfc: bad advance call') end
     local any = nin < 0
     if any then nin = -nin end
@@ -173,7 +186,7 @@ for i = 1, n do
   if fire and not r[j] then
     -- The successor's queue is most often the message's.
     local qa, q = A[9 + 4 * i], qmsg
-    if qa ~= A[6] then
+    if qa ~= mqa then
       q = tonumber(qa)
       q = q and q > 0 and q % 1 == 0 and KEYS[2 + q]
     end
@@ -187,13 +200,14 @@ for i = 1, n do
     ns = ns + 4
     nexts[dc + 1] = id .. ':' .. nh
     toks[2 * dc + 1] = q
-    local o, list = nil, cf[i]
+    local o, list = nil, cf and cf[i]
     if list then
-      local vals = {}
-      for k, fl in ipairs(list) do
-        if fl == own then vals[k] = out else vals[k] = r[at[fl]] end
+      local vals, k = {}, #list
+      for x = 1, k do
+        local fl = list[x]
+        if fl == own then vals[x] = out else vals[x] = r[at[fl]] end
       end
-      o = carry(list, vals, #list)
+      o = carry(list, vals, k)
     end
     toks[2 * dc + 2] = tokenjson('exec', run, id, '', nh, '1', '-1', gen, gs, mh, o)
   end
@@ -215,7 +229,7 @@ local plain = not r[8] and not (dl and dl ~= '0' and dl + 0 > 0)
 local result = nil
 if ends and outputs and ahead and plain and (maxst == 0 or used + #ahead <= maxst) then
   result, outputs = ahead, false
-  sets[8] = tostring(used + #ahead)
+  sets[8] = (used + #ahead) .. ''
 end
 local finishing = ends and outputs
 if ends and not outputs and not plain then return 'slow' end
@@ -246,9 +260,17 @@ end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
 -- in its field next, with their hop (complete.lua folds them the same way).
-bigcall(sets, ns)
-stepevent({'XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, nil, nil, nil, nil},
-  11, dc, nexts, dc + 1)
+if ns <= 2002 then call(unpack(sets, 1, ns)) else bigcall(sets, ns) end
+-- The event, as stepevent writes it (dc when not 0, next when it queued
+-- any), with its arguments in the call rather than in a table to unpack.
+if dc == -1 then
+  call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, 'dc', '-1')
+elseif dc == 0 then
+  call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, 'next', nexts[1])
+else
+  call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, 'dc', itos(dc), 'next',
+    joinlist(nexts, dc + 1))
+end
 for i = 1, 2 * dc + 1, 2 do
   call('XADD', toks[i], '*', 't', toks[i + 1])
 end

@@ -55,10 +55,11 @@ end
 
 -- itos: an integer as a string. Redis's Lua turns a number into a string
 -- with sprintf, about 0.3 µs each (as much as a small redis.call); the
--- counts and deltas of a step are almost always one of these.
+-- counts and deltas of a step are almost always one of these. Otherwise a
+-- concatenation, which formats as tostring does without a call of it.
 local function itos(v)
   if v == 1 then return '1' elseif v == -1 then return '-1' elseif v == 0 then return '0' elseif v == 2 then return '2' end
-  return tostring(v)
+  return v .. ''
 end
 
 -- tokenjson builds a queue message. Ids and iteration vectors never need
@@ -70,15 +71,22 @@ end
 -- their strings (the fast paths pass strings: see itos). o, when given,
 -- is the JSON object of the state fields an exec token carries (carry).
 local function tokenjson(kind, run, n, vec, hop, attempt, item, gen, g, mh, o)
-  local t = '{"kind":"' .. kind .. '","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec ..
-    '","hop":' .. hop .. ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen
+  -- One concatenation per shape: each intermediate string would be hashed
+  -- whole (Redis's Lua hashes every byte of a new string) and be garbage.
   if kind == 'exec' then
-    if o then return t .. ',"g":"' .. g .. '","mh":' .. mh .. ',"o":' .. o .. '}' end
-    return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
+    if o then
+      return '{"kind":"exec","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+        ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. ',"g":"' .. g .. '","mh":' .. mh ..
+        ',"o":' .. o .. '}'
+    end
+    return '{"kind":"exec","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+      ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
   elseif kind == 'finish' and g and g ~= '' then
-    return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
+    return '{"kind":"finish","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+      ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
   end
-  return t .. '}'
+  return '{"kind":"' .. kind .. '","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+    ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. '}'
 end
 
 -- CARRYMAX: the bytes of values an exec token carries at most
@@ -92,6 +100,13 @@ local CARRYMAX = 4096
 -- (false: absent, as HMGET replies), or nil when the values are larger
 -- than CARRYMAX. Field names need no escaping (node ids).
 local function carry(fields, vals, n)
+  if n == 1 then
+    -- The common case, without the parts table.
+    local v = vals[1]
+    if not v then return '{"' .. fields[1] .. '":null}' end
+    if #v > CARRYMAX then return nil end
+    return '{"' .. fields[1] .. '":' .. cjson.encode(v) .. '}'
+  end
   local parts, size = {}, 0
   for i = 1, n do
     local v = vals[i]

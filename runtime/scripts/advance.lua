@@ -69,16 +69,19 @@ if na < 11 or (na - 11) % 4 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~=
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
--- One read of the state hash: the run's fields (r[1..8]: status, gen,
--- graph, max_hops, retention, deadline_ms, counter, aux), the execution's
--- state (r[9]), the bytes of the values the run stored (r[10]: run|bytes,
--- below), and for each successor its state and, for a join, its arrival
--- from this node, fired marker and counts. r[j] is field f[j + 2] (f has
--- the command and key in front); the loops below walk r in the order this
--- one lays the fields out.
-local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', 'run|retention', 'run|deadline_ms',
-  COUNTER, 'run|aux', node, 'run|bytes', nil, nil, nil, nil, nil}
-local nf = 12
+-- One read of the state hash: the run's fields (r[1..5]: status, gen,
+-- graph, max_hops, counter), the execution's state (r[6]), the bytes of
+-- the values the run stored (r[7]: run|bytes, below), and for each
+-- successor its state and, for a join, its arrival from this node, fired
+-- marker and counts. r[j] is field f[j + 2] (f has the command and key in
+-- front); the loops below walk r in the order this one lays the fields
+-- out. The fields only the end of the run needs (retention, deadline,
+-- aux) are read then, once per run: each field of a read costs about as
+-- much as a few hundred Lua instructions (its reply becomes a Lua string
+-- in a table).
+local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', COUNTER, node, 'run|bytes',
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+local nf = 9
 for i = 1, n do
   local id = A[8 + 4 * i]
   nf = nf + 1
@@ -100,7 +103,7 @@ local cf, at, own = nil, nil, 'out|' .. node
 for i = 1, n do
   local spec = A[11 + 4 * i]
   if spec ~= '' then
-    if not cf then cf, at = {}, {} end
+    if not cf then cf = {nil, nil, nil, nil} end
     local list, k = {spec}, 1
     if string.find(spec, ',', 1, true) then
       k = 0
@@ -111,10 +114,10 @@ for i = 1, n do
     end
     for x = 1, k do
       local fl = list[x]
-      if fl ~= own and not at[fl] then
+      if fl ~= own and not (at and at[fl]) then
         nf = nf + 1
         f[nf] = fl
-        at[fl] = nf - 2
+        if at then at[fl] = nf - 2 else at = {[fl] = nf - 2} end
       end
     end
     cf[i] = list
@@ -134,14 +137,14 @@ end
 if r[1] ~= 'running' then call('XACK', qmsg, GROUP, mid); return 'inactive' end
 if stale then call('XACK', qmsg, GROUP, mid); return 'stale' end
 if gexp and r[3] ~= gexp then return 'slow' end
-local cur = r[9]
+local cur = r[6]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' or cur == 'cancelled' then
   call('XACK', qmsg, GROUP, mid)
   return 'dup'
 end
 -- The run's stored values (lib.lua's addbytes): past the bound, complete
 -- refuses the output.
-local used = (r[10] or 0) + #out
+local used = (r[7] or 0) + #out
 if maxst > 0 and used > maxst then return 'slow' end
 
 -- What each successor's arrival does, and the counter's delta, as the
@@ -151,7 +154,8 @@ if maxst > 0 and used > maxst then return 'slow' end
 -- where it is used, before the first write.
 local sets = {'HSET', STATE, node, 'completed', own, out, 'run|bytes', used .. '', nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
-local ns, nexts, toks, dc, j = 8, {nil, nil}, {nil, nil, nil, nil}, -1, 10
+local ns, nexts, toks, dc, j = 8, {nil, nil}, {nil, nil, nil, nil}, -1, 7
+local vals -- the values a token carries (carry), one table for all
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
   local id, fire = A[8 + 4 * i], true
@@ -202,7 +206,8 @@ for i = 1, n do
     toks[2 * dc + 1] = q
     local o, list = nil, cf and cf[i]
     if list then
-      local vals, k = {}, #list
+      local k = #list
+      vals = vals or {nil, nil}
       for x = 1, k do
         local fl = list[x]
         if fl == own then vals[x] = out else vals[x] = r[at[fl]] end
@@ -213,7 +218,7 @@ for i = 1, n do
   end
   if js ~= '0' then j = j + 4 end
 end
-local c = (r[7] or 0) + dc
+local c = (r[5] or 0) + dc
 if c < 0 then return 'slow' end
 -- At counter zero the run ends (lib.lua's settle): through a finish token
 -- when it has outputs to evaluate (that token is one more unit), else at
@@ -222,8 +227,13 @@ local outputs = A[10] == '1'
 local ends = dc ~= 0 and c == 0
 -- A run that has keys or a timer this script is not given ends through
 -- complete (KEYS, above), or through a finish token.
-local dl = r[6]
-local plain = not r[8] and not (dl and dl ~= '0' and dl + 0 > 0)
+-- (Read only when the run ends: the second read of the state hash.)
+local plain, ret = false, nil
+if ends then
+  local e = call('HMGET', STATE, 'run|retention', 'run|deadline_ms', 'run|aux')
+  local dl = e[2]
+  plain, ret = not e[3] and not (dl and dl ~= '0' and dl + 0 > 0), e[1]
+end
 -- The result evaluated ahead ends the run here, as finish.lua would, when
 -- it fits in the run's stored values (else the finish token fails the run).
 local result = nil
@@ -284,7 +294,6 @@ elseif ends then
   else
     stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)
   end
-  local ret = r[5]
   if ret and ret ~= '0' and ret + 0 > 0 then
     call('PEXPIRE', STATE, ret)
     call('PEXPIRE', EVENTS, ret)

@@ -124,7 +124,7 @@ for i = 1, n do
   end
 end
 local r
-if nf <= 2002 then r = call(unpack(f, 1, nf)) else r = bigcall(f, nf) end
+if nf <= CHUNK + 2 then r = call(unpack(f, 1, nf)) else r = bigcall(f, nf) end
 if not r[1] then return 'slow' end
 -- The token's generation is checked against the run's (equal strings are
 -- the common case, and need no conversion).
@@ -270,7 +270,7 @@ end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
 -- in its field next, with their hop (complete.lua folds them the same way).
-if ns <= 2002 then call(unpack(sets, 1, ns)) else bigcall(sets, ns) end
+if ns <= CHUNK + 2 then call(unpack(sets, 1, ns)) else bigcall(sets, ns) end
 -- The event, as stepevent writes it (dc when not 0, next when it queued
 -- any), with its arguments in the call rather than in a table to unpack.
 if dc == -1 then

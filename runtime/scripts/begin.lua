@@ -71,7 +71,7 @@ for i = 1, n do
   ns = ns + 4
   nexts[i] = id .. ':1'
 end
-if ns <= 2002 then call(unpack(sets, 1, ns)) else bigcall(sets, ns) end
+if ns <= CHUNK + 2 then call(unpack(sets, 1, ns)) else bigcall(sets, ns) end
 -- A new run waits for admission: its entry tokens go to their queues'
 -- entry streams, which workers take from when the work of runs in flight
 -- is drained (take.lua), or straight to the queue's stream while an idle

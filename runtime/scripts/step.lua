@@ -23,20 +23,24 @@ local COUNTER = 'run|counter'
 local GROUP = 'wfc'
 
 -- call is redis.call: a local is read without the two table lookups
--- (globals, then redis) that each use of redis.call costs.
+-- (globals, then redis) that each use of redis.call costs. The helpers
+-- below use redis.call instead: a local that a function uses is made an
+-- upvalue when the function is made, on every call of every script,
+-- whether the script calls that function or not.
 local call = redis.call
 
 -- bigcall runs t[1] (a command) on key t[2] with the arguments t[3..n],
 -- in chunks when they are many: Lua's unpack takes about 8,000 values, and
 -- a node with thousands of successors (or a run with thousands of entry
 -- nodes) writes more. CHUNK is even, so HSET's field-value pairs stay
--- together; HMGET's replies are concatenated in order.
+-- together; HMGET's replies are concatenated in order. (bigcall uses its
+-- value, not the local: see call.)
 local CHUNK = 2000
 local function bigcall(t, n)
-  if n <= CHUNK + 2 then return call(unpack(t, 1, n)) end
+  if n <= 2002 then return redis.call(unpack(t, 1, n)) end
   local out, k = {}, 0
-  for i = 3, n, CHUNK do
-    local r = call(t[1], t[2], unpack(t, i, math.min(i + CHUNK - 1, n)))
+  for i = 3, n, 2000 do
+    local r = redis.call(t[1], t[2], unpack(t, i, math.min(i + 1999, n)))
     if type(r) == 'table' then
       for x = 1, #r do k = k + 1; out[k] = r[x] end
     end
@@ -149,5 +153,5 @@ local function stepevent(ev, k, dc, next, nn)
     ev[k + 2] = joinlist(next, nn)
     k = k + 2
   end
-  call(unpack(ev, 1, k))
+  redis.call(unpack(ev, 1, k))
 end

@@ -33,11 +33,11 @@ end
 -- write; an entry named twice is a bad call too.
 local ADMIT = KEYS[5]
 local names -- the run's queues, the admission hash's fields
-if string.find(A[5], ',', 1, true) then
+if A[5] ~= '' and not string.find(A[5], ',', 1, true) then
+  names = {A[5]} -- one queue (gmatch makes a closure and a capture per name)
+else
   names = {}
   for name in string.gmatch(A[5], '[^,]+') do names[#names + 1] = name end
-else
-  names = {A[5]} -- one queue (gmatch makes a closure and a capture per name)
 end
 local qs, seen = {nil}, n > 1 and {} or nil
 for i = 1, n do

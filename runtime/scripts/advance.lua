@@ -287,12 +287,14 @@ end
 call('XACK', qmsg, GROUP, mid)
 if finishing then
   call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen, gs, mh))
-  stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)
+  -- The run's events as stepevent writes them (the finish token is one
+  -- unit: dc 1), with their arguments in the call.
+  call('XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, 'dc', '1')
 elseif ends then
   if result then
-    stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, 'result', result, nil, nil}, 9, 0, nexts, 0)
+    call('XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, 'result', result)
   else
-    stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)
+    call('XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now)
   end
   if ret and ret ~= '0' and ret + 0 > 0 then
     call('PEXPIRE', STATE, ret)

@@ -8,10 +8,11 @@
 -- arrivals, tokens, counter, and the end of the run when no work is left —
 -- without lib.lua's prologue (only step.lua's), without JSON to decode, and
 -- with fewer commands (one read and one write of the state hash, the run's
--- meta, joins and counter included). When the run is unknown, or the
--- counter would go below zero, or the run ends and has a deadline timer or
--- keys this script is not given (run|aux: below), it returns 'slow' before
--- any write and the worker calls complete instead.
+-- meta, joins and counter included; a second read when the run ends).
+-- When the run is unknown, or the counter would go below zero, or the run
+-- ends and has a deadline timer or keys this script is not given (run|aux:
+-- below), it returns 'slow' before any write and the worker calls complete
+-- instead.
 -- KEYS: its own layout, the keys it uses: 1 state, 2 events, then for each
 --       of the run's queues (in the order of the run's queues) its stream,
 --       2+i. Until its last step a run needs no other key; at its end, the
@@ -104,13 +105,15 @@ for i = 1, n do
   local spec = A[11 + 4 * i]
   if spec ~= '' then
     if not cf then cf = {nil, nil, nil, nil} end
-    local list, k = {spec}, 1
+    local list, k
     if string.find(spec, ',', 1, true) then
-      k = 0
+      list, k = {}, 0
       for fl in string.gmatch(spec, '[^,]+') do
         k = k + 1
         list[k] = fl
       end
+    else
+      list, k = {spec}, 1
     end
     for x = 1, k do
       local fl = list[x]

@@ -272,6 +272,7 @@ func TestFastPathsRefuseBadCalls(t *testing.T) {
 			"max_hops not a number":    bwith(9, "x"),
 			"deadline not a number":    bwith(7, "x"),
 			"deadline_at not a number": func() []any { a := bwith(8, "x"); a[7] = 1000; return a }(),
+			"no queues":                bwith(4, ""),
 			"entry queue index":        bwith(13, 99),
 			"entry queue zero":         bwith(13, 0),
 			"fractional entry queue":   bwith(13, "1.5"),

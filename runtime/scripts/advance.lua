@@ -8,10 +8,11 @@
 -- arrivals, tokens, counter, and the end of the run when no work is left —
 -- without lib.lua's prologue (only step.lua's), without JSON to decode, and
 -- with fewer commands (one read and one write of the state hash, the run's
--- meta, joins and counter included). When the run is unknown, or the
--- counter would go below zero, or the run ends and has a deadline timer or
--- keys this script is not given (run|aux: below), it returns 'slow' before
--- any write and the worker calls complete instead.
+-- meta, joins and counter included; a second read when the run ends).
+-- When the run is unknown, or the counter would go below zero, or the run
+-- ends and has a deadline timer or keys this script is not given (run|aux:
+-- below), it returns 'slow' before any write and the worker calls complete
+-- instead.
 -- KEYS: its own layout, the keys it uses: 1 state, 2 events, then for each
 --       of the run's queues (in the order of the run's queues) its stream,
 --       2+i. Until its last step a run needs no other key; at its end, the
@@ -57,25 +58,31 @@ elseif na > 12 and (na - 11) % 4 == 2 then
   gexp, ahead = A[na - 1], A[na]; na = na - 2
 end
 local n = (na - 11) / 4
-local mq = tonumber(A[6])
+-- The first queue is the usual one (a workflow of one queue): its index
+-- needs no conversion (tonumber converts twice, with strtod).
+local mqa = A[6]
+local mq = mqa == '1' and 1 or tonumber(mqa)
 local qmsg = mq and mq > 0 and mq % 1 == 0 and KEYS[2 + mq]
 -- The control queue is most often the message's.
-local ctl = A[9] == A[6] and mq or tonumber(A[9])
+local ctl = A[9] == mqa and mq or tonumber(A[9])
 local maxst = tonumber(A[11])
 if na < 11 or (na - 11) % 4 ~= 0 or not qmsg or not ctl or ctl < 1 or ctl % 1 ~= 0 or not KEYS[2 + ctl] or not maxst then
   return redis.error_reply('ERR wfc: bad advance call')
 end
 
--- One read of the state hash: the run's fields (r[1..8]: status, gen,
--- graph, max_hops, retention, deadline_ms, counter, aux), the execution's
--- state (r[9]), the bytes of the values the run stored (r[10]: run|bytes,
--- below), and for each successor its state and, for a join, its arrival
--- from this node, fired marker and counts. r[j] is field f[j + 2] (f has
--- the command and key in front); the loops below walk r in the order this
--- one lays the fields out.
-local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', 'run|retention', 'run|deadline_ms',
-  COUNTER, 'run|aux', node, 'run|bytes', nil, nil, nil, nil, nil}
-local nf = 12
+-- One read of the state hash: the run's fields (r[1..5]: status, gen,
+-- graph, max_hops, counter), the execution's state (r[6]), the bytes of
+-- the values the run stored (r[7]: run|bytes, below), and for each
+-- successor its state and, for a join, its arrival from this node, fired
+-- marker and counts. r[j] is field f[j + 2] (f has the command and key in
+-- front); the loops below walk r in the order this one lays the fields
+-- out. The fields only the end of the run needs (retention, deadline,
+-- aux) are read then, once per run: each field of a read costs about as
+-- much as a few hundred Lua instructions (its reply becomes a Lua string
+-- in a table).
+local f = {'HMGET', STATE, 'run|status', 'run|gen', 'run|graph', 'run|max_hops', COUNTER, node, 'run|bytes',
+  nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
+local nf = 9
 for i = 1, n do
   local id = A[8 + 4 * i]
   nf = nf + 1
@@ -91,24 +98,36 @@ end
 -- The fields the successors' tokens carry (step.lua's carry), read with
 -- the rest, after it: cf[i] lists successor i's, at[field] is a field's
 -- index in r. The node's own output is the one this script writes.
-local cf, at, own = {}, {}, 'out|' .. node
+-- A spec of one field (no comma) is its own list, without gmatch; and the
+-- tables are made only when some successor carries fields.
+local cf, at, own = nil, nil, 'out|' .. node
 for i = 1, n do
   local spec = A[11 + 4 * i]
   if spec ~= '' then
-    local list, k = {}, 0
-    for fl in string.gmatch(spec, '[^,]+') do
-      k = k + 1
-      list[k] = fl
-      if fl ~= own and not at[fl] then
+    if not cf then cf = {nil, nil, nil, nil} end
+    local list, k
+    if string.find(spec, ',', 1, true) then
+      list, k = {}, 0
+      for fl in string.gmatch(spec, '[^,]+') do
+        k = k + 1
+        list[k] = fl
+      end
+    else
+      list, k = {spec}, 1
+    end
+    for x = 1, k do
+      local fl = list[x]
+      if fl ~= own and not (at and at[fl]) then
         nf = nf + 1
         f[nf] = fl
-        at[fl] = nf - 2
+        if at then at[fl] = nf - 2 else at = {[fl] = nf - 2} end
       end
     end
     cf[i] = list
   end
 end
-local r = bigcall(f, nf)
+local r
+if nf <= CHUNK + 2 then r = call(unpack(f, 1, nf)) else r = bigcall(f, nf) end
 if not r[1] then return 'slow' end
 -- The token's generation is checked against the run's (equal strings are
 -- the common case, and need no conversion).
@@ -121,14 +140,14 @@ end
 if r[1] ~= 'running' then call('XACK', qmsg, GROUP, mid); return 'inactive' end
 if stale then call('XACK', qmsg, GROUP, mid); return 'stale' end
 if gexp and r[3] ~= gexp then return 'slow' end
-local cur = r[9]
+local cur = r[6]
 if not cur or cur == 'completed' or cur == 'skipped' or cur == 'failed' or cur == 'cancelled' then
   call('XACK', qmsg, GROUP, mid)
   return 'dup'
 end
 -- The run's stored values (lib.lua's addbytes): past the bound, complete
 -- refuses the output.
-local used = (r[10] or 0) + #out
+local used = (r[7] or 0) + #out
 if maxst > 0 and used > maxst then return 'slow' end
 
 -- What each successor's arrival does, and the counter's delta, as the
@@ -136,9 +155,10 @@ if maxst > 0 and used > maxst then return 'slow' end
 -- would write: the script is atomic), and the tokens to queue: toks holds
 -- each one's stream and message. An argument is converted and checked
 -- where it is used, before the first write.
-local sets = {'HSET', STATE, node, 'completed', 'out|' .. node, out, 'run|bytes', tostring(used), nil, nil, nil, nil,
+local sets = {'HSET', STATE, node, 'completed', own, out, 'run|bytes', used .. '', nil, nil, nil, nil,
   nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil}
-local ns, nexts, toks, dc, j = 8, {}, {}, -1, 10
+local ns, nexts, toks, dc, j = 8, {nil, nil}, {nil, nil, nil, nil}, -1, 7
+local vals -- the values a token carries (carry), one table for all
 local gs, mh = r[3] or '', r[4] or '0'
 for i = 1, n do
   local id, fire = A[8 + 4 * i], true
@@ -146,7 +166,7 @@ for i = 1, n do
   local js = A[10 + 4 * i]
   if js ~= '0' then
     -- A join: its number of incoming edges, negative for a join any.
-    local nin = tonumber(js)
+    local nin = js == '2' and 2 or tonumber(js)
     if not nin or nin % 1 ~= 0 then return redis.error_reply('ERR wfc: bad advance call') end
     local any = nin < 0
     if any then nin = -nin end
@@ -173,7 +193,7 @@ for i = 1, n do
   if fire and not r[j] then
     -- The successor's queue is most often the message's.
     local qa, q = A[9 + 4 * i], qmsg
-    if qa ~= A[6] then
+    if qa ~= mqa then
       q = tonumber(qa)
       q = q and q > 0 and q % 1 == 0 and KEYS[2 + q]
     end
@@ -187,19 +207,21 @@ for i = 1, n do
     ns = ns + 4
     nexts[dc + 1] = id .. ':' .. nh
     toks[2 * dc + 1] = q
-    local o, list = nil, cf[i]
+    local o, list = nil, cf and cf[i]
     if list then
-      local vals = {}
-      for k, fl in ipairs(list) do
-        if fl == own then vals[k] = out else vals[k] = r[at[fl]] end
+      local k = #list
+      vals = vals or {nil, nil}
+      for x = 1, k do
+        local fl = list[x]
+        if fl == own then vals[x] = out else vals[x] = r[at[fl]] end
       end
-      o = carry(list, vals, #list)
+      o = carry(list, vals, k)
     end
     toks[2 * dc + 2] = tokenjson('exec', run, id, '', nh, '1', '-1', gen, gs, mh, o)
   end
   if js ~= '0' then j = j + 4 end
 end
-local c = (r[7] or 0) + dc
+local c = (r[5] or 0) + dc
 if c < 0 then return 'slow' end
 -- At counter zero the run ends (lib.lua's settle): through a finish token
 -- when it has outputs to evaluate (that token is one more unit), else at
@@ -208,14 +230,19 @@ local outputs = A[10] == '1'
 local ends = dc ~= 0 and c == 0
 -- A run that has keys or a timer this script is not given ends through
 -- complete (KEYS, above), or through a finish token.
-local dl = r[6]
-local plain = not r[8] and not (dl and dl ~= '0' and dl + 0 > 0)
+-- (Read only when the run ends: the second read of the state hash.)
+local plain, ret = false, nil
+if ends then
+  local e = call('HMGET', STATE, 'run|retention', 'run|deadline_ms', 'run|aux')
+  local dl = e[2]
+  plain, ret = not e[3] and not (dl and dl ~= '0' and dl + 0 > 0), e[1]
+end
 -- The result evaluated ahead ends the run here, as finish.lua would, when
 -- it fits in the run's stored values (else the finish token fails the run).
 local result = nil
 if ends and outputs and ahead and plain and (maxst == 0 or used + #ahead <= maxst) then
   result, outputs = ahead, false
-  sets[8] = tostring(used + #ahead)
+  sets[8] = (used + #ahead) .. ''
 end
 local finishing = ends and outputs
 if ends and not outputs and not plain then return 'slow' end
@@ -246,23 +273,32 @@ end
 
 -- Writes, in complete.lua's order. One event: the executions it queues are
 -- in its field next, with their hop (complete.lua folds them the same way).
-bigcall(sets, ns)
-stepevent({'XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, nil, nil, nil, nil},
-  11, dc, nexts, dc + 1)
+if ns <= CHUNK + 2 then call(unpack(sets, 1, ns)) else bigcall(sets, ns) end
+-- The event, as stepevent writes it (dc when not 0, next when it queued
+-- any), with its arguments in the call rather than in a table to unpack.
+if dc == -1 then
+  call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, 'dc', '-1')
+elseif dc == 0 then
+  call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, 'next', nexts[1])
+else
+  call('XADD', EVENTS, '*', 'type', 'node.completed', 'ts', now, 'x', node, 'output', out, 'dc', itos(dc), 'next',
+    joinlist(nexts, dc + 1))
+end
 for i = 1, 2 * dc + 1, 2 do
   call('XADD', toks[i], '*', 't', toks[i + 1])
 end
 call('XACK', qmsg, GROUP, mid)
 if finishing then
   call('XADD', KEYS[2 + ctl], '*', 't', tokenjson('finish', run, '', '', '0', '1', '-1', gen, gs, mh))
-  stepevent({'XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, nil, nil}, 7, 1, nexts, 0)
+  -- The run's events as stepevent writes them (the finish token is one
+  -- unit: dc 1), with their arguments in the call.
+  call('XADD', EVENTS, '*', 'type', 'run.finishing', 'ts', now, 'dc', '1')
 elseif ends then
   if result then
-    stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, 'result', result, nil, nil}, 9, 0, nexts, 0)
+    call('XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, 'result', result)
   else
-    stepevent({'XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now, nil, nil}, 7, 0, nexts, 0)
+    call('XADD', EVENTS, '*', 'type', 'run.completed', 'ts', now)
   end
-  local ret = r[5]
   if ret and ret ~= '0' and ret + 0 > 0 then
     call('PEXPIRE', STATE, ret)
     call('PEXPIRE', EVENTS, ret)

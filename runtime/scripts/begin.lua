@@ -23,7 +23,8 @@ local na = #A
 local n = (na - 12) / 2
 -- Numbers it writes or computes with are checked here, before any write: a
 -- script that errors half-way keeps its writes.
-local dlms = tonumber(A[8])
+-- (tonumber converts twice, with strtod: the usual values skip it.)
+local dlms = A[8] == '0' and 0 or tonumber(A[8])
 if n < 1 or (na - 12) % 2 ~= 0 or not tonumber(A[10]) or not dlms or dlms > 0 and not tonumber(A[9])
     or not CTLTIMERS then
   return redis.error_reply('ERR wfc: bad begin call')
@@ -31,11 +32,17 @@ end
 -- Each entry's queue (qs[i], its stream KEYS[4+2q]), checked before any
 -- write; an entry named twice is a bad call too.
 local ADMIT = KEYS[5]
-local names = {} -- the run's queues, the admission hash's fields
-for name in string.gmatch(A[5], '[^,]+') do names[#names + 1] = name end
-local qs, seen = {}, n > 1 and {} or nil
+local names -- the run's queues, the admission hash's fields
+if A[5] ~= '' and not string.find(A[5], ',', 1, true) then
+  names = {A[5]} -- one queue (gmatch makes a closure and a capture per name)
+else
+  names = {}
+  for name in string.gmatch(A[5], '[^,]+') do names[#names + 1] = name end
+end
+local qs, seen = {nil}, n > 1 and {} or nil
 for i = 1, n do
-  local id, q = A[11 + 2 * i], tonumber(A[12 + 2 * i])
+  local id, qa = A[11 + 2 * i], A[12 + 2 * i]
+  local q = qa == '1' and 1 or tonumber(qa)
   qs[i] = q and q > 0 and q % 1 == 0 and KEYS[5 + 2 * q] and names[q] and q
   if not qs[i] or not ADMIT then return redis.error_reply('ERR wfc: bad begin call') end
   if seen then
@@ -54,7 +61,7 @@ local sets = {'HSET', STATE, 'run|graph', A[4], 'run|status', 'running', 'run|ge
   'run|queues', A[5], 'run|workflow', A[6], 'run|inputs', A[7], 'run|created', now,
   'run|deadline_ms', A[8], 'run|max_hops', A[10], 'run|max_fanout', A[11], 'run|retention', A[12],
   COUNTER, itos(n), nil, nil, nil, nil}
-local ns, nexts = 28, {}
+local ns, nexts = 28, {nil}
 for i = 1, n do
   local id = A[11 + 2 * i]
   sets[ns + 1] = id
@@ -64,7 +71,7 @@ for i = 1, n do
   ns = ns + 4
   nexts[i] = id .. ':1'
 end
-bigcall(sets, ns)
+if ns <= CHUNK + 2 then call(unpack(sets, 1, ns)) else bigcall(sets, ns) end
 -- A new run waits for admission: its entry tokens go to their queues'
 -- entry streams, which workers take from when the work of runs in flight
 -- is drained (take.lua), or straight to the queue's stream while an idle
@@ -80,8 +87,10 @@ for i = 1, n do
 end
 -- One event: the entries it queued are in its field next (start.lua folds
 -- them the same way).
-stepevent({'XADD', EVENTS, '*', 'type', 'run.started', 'ts', now, 'ir', A[3], 'workflow', A[6], 'inputs', A[7],
-  nil, nil, nil, nil}, 13, n, nexts, n)
+-- As stepevent writes it (n > 0: dc and next), with its arguments in the
+-- call rather than in a table to unpack.
+call('XADD', EVENTS, '*', 'type', 'run.started', 'ts', now, 'ir', A[3], 'workflow', A[6], 'inputs', A[7],
+  'dc', itos(n), 'next', n == 1 and nexts[1] or joinlist(nexts, n))
 if dlms > 0 then
   call('ZADD', CTLTIMERS, A[9], deadlinejson(run, '0'))
 end

@@ -23,20 +23,24 @@ local COUNTER = 'run|counter'
 local GROUP = 'wfc'
 
 -- call is redis.call: a local is read without the two table lookups
--- (globals, then redis) that each use of redis.call costs.
+-- (globals, then redis) that each use of redis.call costs. The helpers
+-- below use redis.call instead: a local that a function uses is made an
+-- upvalue when the function is made, on every call of every script,
+-- whether the script calls that function or not.
 local call = redis.call
 
 -- bigcall runs t[1] (a command) on key t[2] with the arguments t[3..n],
 -- in chunks when they are many: Lua's unpack takes about 8,000 values, and
 -- a node with thousands of successors (or a run with thousands of entry
 -- nodes) writes more. CHUNK is even, so HSET's field-value pairs stay
--- together; HMGET's replies are concatenated in order.
+-- together; HMGET's replies are concatenated in order. (bigcall uses its
+-- value, not the local: see call.)
 local CHUNK = 2000
 local function bigcall(t, n)
-  if n <= CHUNK + 2 then return call(unpack(t, 1, n)) end
+  if n <= 2002 then return redis.call(unpack(t, 1, n)) end
   local out, k = {}, 0
-  for i = 3, n, CHUNK do
-    local r = call(t[1], t[2], unpack(t, i, math.min(i + CHUNK - 1, n)))
+  for i = 3, n, 2000 do
+    local r = redis.call(t[1], t[2], unpack(t, i, math.min(i + 1999, n)))
     if type(r) == 'table' then
       for x = 1, #r do k = k + 1; out[k] = r[x] end
     end
@@ -55,10 +59,11 @@ end
 
 -- itos: an integer as a string. Redis's Lua turns a number into a string
 -- with sprintf, about 0.3 µs each (as much as a small redis.call); the
--- counts and deltas of a step are almost always one of these.
+-- counts and deltas of a step are almost always one of these. Otherwise a
+-- concatenation, which formats as tostring does without a call of it.
 local function itos(v)
   if v == 1 then return '1' elseif v == -1 then return '-1' elseif v == 0 then return '0' elseif v == 2 then return '2' end
-  return tostring(v)
+  return v .. ''
 end
 
 -- tokenjson builds a queue message. Ids and iteration vectors never need
@@ -70,15 +75,22 @@ end
 -- their strings (the fast paths pass strings: see itos). o, when given,
 -- is the JSON object of the state fields an exec token carries (carry).
 local function tokenjson(kind, run, n, vec, hop, attempt, item, gen, g, mh, o)
-  local t = '{"kind":"' .. kind .. '","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec ..
-    '","hop":' .. hop .. ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen
+  -- One concatenation per shape: each intermediate string would be hashed
+  -- whole (Redis's Lua hashes every byte of a new string) and be garbage.
   if kind == 'exec' then
-    if o then return t .. ',"g":"' .. g .. '","mh":' .. mh .. ',"o":' .. o .. '}' end
-    return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
+    if o then
+      return '{"kind":"exec","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+        ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. ',"g":"' .. g .. '","mh":' .. mh ..
+        ',"o":' .. o .. '}'
+    end
+    return '{"kind":"exec","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+      ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
   elseif kind == 'finish' and g and g ~= '' then
-    return t .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
+    return '{"kind":"finish","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+      ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. ',"g":"' .. g .. '","mh":' .. mh .. '}'
   end
-  return t .. '}'
+  return '{"kind":"' .. kind .. '","run":"' .. run .. '","node":"' .. n .. '","iter":"' .. vec .. '","hop":' .. hop ..
+    ',"attempt":' .. attempt .. ',"item":' .. item .. ',"gen":' .. gen .. '}'
 end
 
 -- CARRYMAX: the bytes of values an exec token carries at most
@@ -92,6 +104,13 @@ local CARRYMAX = 4096
 -- (false: absent, as HMGET replies), or nil when the values are larger
 -- than CARRYMAX. Field names need no escaping (node ids).
 local function carry(fields, vals, n)
+  if n == 1 then
+    -- The common case, without the parts table.
+    local v = vals[1]
+    if not v then return '{"' .. fields[1] .. '":null}' end
+    if #v > CARRYMAX then return nil end
+    return '{"' .. fields[1] .. '":' .. cjson.encode(v) .. '}'
+  end
   local parts, size = {}, 0
   for i = 1, n do
     local v = vals[i]
@@ -134,5 +153,5 @@ local function stepevent(ev, k, dc, next, nn)
     ev[k + 2] = joinlist(next, nn)
     k = k + 2
   end
-  call(unpack(ev, 1, k))
+  redis.call(unpack(ev, 1, k))
 end

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,24 +33,28 @@ func submitBackends(t *testing.T, f func(t *testing.T, b backend, o Options)) {
 	}
 }
 
-// holdSubmits makes the engine's first submit pipeline wait, as if it were
-// in flight, until release is called: the submits made meanwhile queue.
-// before runs when the first pipeline is held, before it goes. sizes
-// returns the number of calls of each pipeline sent so far.
+// holdSubmits makes the engine's first submit pipelines, one per lane,
+// wait as if they were in flight until release is called: the submits made
+// meanwhile queue. held is closed once every lane holds one. before runs
+// once, when they are released, before they go. sizes returns the number
+// of calls of each pipeline sent so far.
 func holdSubmits(e *Engine, before func()) (held <-chan struct{}, release func(), sizes func() []int) {
 	var mu sync.Mutex
 	var ns []int
 	h, r := make(chan struct{}), make(chan struct{})
+	var beforeOnce sync.Once
 	e.subm.sent = func(n int) {
 		mu.Lock()
 		ns = append(ns, n)
-		first := len(ns) == 1
+		k := len(ns)
 		mu.Unlock()
-		if first {
-			close(h)
+		if k <= e.subm.lanes {
+			if k == e.subm.lanes {
+				close(h)
+			}
 			<-r
 			if before != nil {
-				before()
+				beforeOnce.Do(before)
 			}
 		}
 	}
@@ -136,7 +141,9 @@ func TestSubmitBatcher(t *testing.T) {
 				mu.Unlock()
 			}()
 		}
-		submit("leader", v.ctx, map[string]any{"n": -1})
+		for i := range e.subm.lanes {
+			submit(fmt.Sprint("leader", i), v.ctx, map[string]any{"n": -1 - i})
+		}
 		<-held
 		queued := 0
 		const fresh = 30
@@ -167,9 +174,11 @@ func TestSubmitBatcher(t *testing.T) {
 		release()
 		wg.Wait()
 
-		// Every queued call went in one pipeline after the held one.
-		if got := sizes(); len(got) < 2 || got[0] != 1 || got[1] != min(queued, maxSubmitBatch) {
-			t.Errorf("pipelines of %v calls, want [1 %d ...]", got, queued)
+		// The queued calls went in one pipeline per lane at most after
+		// the held ones (two leaders may take the lead at once).
+		lanes := e.subm.lanes
+		if got := sizes(); len(got) <= lanes || len(got) > 2*lanes || slices.Max(got[:lanes]) != 1 || sum(got[lanes:]) != queued {
+			t.Errorf("pipelines of %v calls, want %d of 1 then at most %d of %d in all", got, lanes, lanes, queued)
 		}
 		one := func(name string) result {
 			t.Helper()
@@ -192,10 +201,12 @@ func TestSubmitBatcher(t *testing.T) {
 			}
 			started = append(started, r.id)
 		}
-		if r := one("leader"); r.err != nil {
-			t.Fatalf("leader: %v", r.err)
-		} else {
-			started = append(started, r.id)
+		for i := range lanes {
+			if r := one(fmt.Sprint("leader", i)); r.err != nil {
+				t.Fatalf("leader %d: %v", i, r.err)
+			} else {
+				started = append(started, r.id)
+			}
 		}
 		for i := range 4 {
 			id := fmt.Sprint("dup-", i)
@@ -279,6 +290,8 @@ func TestSubmitSharesRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		var hellos atomic.Int64
+		e.st.rdb.AddHook(helloCounter{&hellos})
 		held, release, sizes := holdSubmits(e, nil)
 		defer release()
 		const n = 40
@@ -292,11 +305,11 @@ func TestSubmitSharesRoundTrips(t *testing.T) {
 				_, err := e.SubmitPrepared(ctx, pw, map[string]any{"n": i})
 				errs <- err
 			}()
-			if i == 0 {
+			if i == e.subm.lanes-1 {
 				<-held
 			}
 		}
-		waitPending(t, e, n-1)
+		waitPending(t, e, n-e.subm.lanes)
 		release()
 		wg.Wait()
 		close(errs)
@@ -305,9 +318,13 @@ func TestSubmitSharesRoundTrips(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// One pipeline for the first, one for the 39 others.
-		if trips := e.RoundTrips() - trips0; trips != 2 {
-			t.Errorf("%d submits took %d round trips, want 2 (pipelines of %v calls)", n, trips, sizes())
+		// One pipeline for each of the first (one per lane), at most one
+		// per lane for the others; a connection the pool opened for a
+		// lane costs its handshake's round trips besides (HELLO, then a
+		// pipeline of CLIENT SETINFO).
+		trips := e.RoundTrips() - trips0 - 2*hellos.Load()
+		if want := int64(2 * e.subm.lanes); trips > want || trips < int64(e.subm.lanes+1) {
+			t.Errorf("%d submits took %d round trips, want %d to %d (pipelines of %v calls)", n, trips, e.subm.lanes+1, want, sizes())
 		}
 		page, err := e.ListRuns(ctx, RunQuery{Limit: 500})
 		if err != nil || len(page.Runs) != n+max(o.Shards, 1) {
@@ -381,16 +398,17 @@ func TestSubmitBatchNoScript(t *testing.T) {
 					defer wg.Done()
 					ids[i], errs[i] = e.SubmitPrepared(v.ctx, pw, map[string]any{"n": i})
 				}()
-				if i == 0 {
+				if i == e.subm.lanes-1 {
 					<-held
 				}
 			}
-			waitPending(t, e, n-1)
+			lanes := e.subm.lanes
+			waitPending(t, e, n-lanes)
 			release()
 			wg.Wait()
-			// (The first caller's start, after its begin found no graph,
-			// may join the second pipeline.)
-			if got := sizes(); len(got) < 2 || got[1] < n-1 {
+			// (The first callers' start, after their begin found no
+			// graph, may join the next pipelines.)
+			if got := sizes(); len(got) < lanes+1 || slices.Max(got[lanes:]) < (n-lanes)/lanes {
 				t.Errorf("round %d: pipelines of %v calls", round, got)
 			}
 			e.subm.sent = nil
@@ -417,6 +435,30 @@ func TestSubmitBatchNoScript(t *testing.T) {
 			}
 		}
 	})
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// helloCounter counts the HELLO commands of new connections.
+type helloCounter struct{ n *atomic.Int64 }
+
+func (h helloCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h helloCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "hello" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h helloCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func countEvents(evs []Event, typ string) int {

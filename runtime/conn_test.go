@@ -155,8 +155,14 @@ func TestIdleConnectionKilled(t *testing.T) {
 	if len(conns) != 1 || conns[0].checks.Load() != 0 {
 		t.Fatalf("%d connections, %d checks: want 1 connection, never checked while in use", len(conns), conns[0].checks.Load())
 	}
-	if _, ok := net.Conn(conns[0]).(syscall.Conn); ok {
-		t.Fatal("the connection still exposes SyscallConn: go-redis would check it on every use")
+	// go-redis checks through SyscallConn on every use: in use, that
+	// check makes no syscall and does not call go-redis's peek.
+	raw, err := net.Conn(conns[0]).(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Read(func(uintptr) bool { t.Error("the check peeked at a connection in use"); return true }); err != nil || conns[0].checks.Load() != 0 {
+		t.Fatalf("check of a connection in use: %v, %d checks", err, conns[0].checks.Load())
 	}
 	mu.Unlock()
 	for round := range 3 {
@@ -213,6 +219,49 @@ func TestIdleConnectionKilled(t *testing.T) {
 	}
 	if n, _ := admin.Get(ctx, "n").Int(); n != want {
 		t.Errorf("n = %d, want %d", n, want)
+	}
+}
+
+// After a restart (every connection killed), a pool holding many idle
+// connections hands out a live one: its check drops each dead one without
+// spending a retry of the command (MaxRetries 0 here), where a check in
+// Write alone failed the command at the first dead one.
+func TestIdlePoolAllKilled(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	ctx := context.Background()
+	dial := lazyCheckDialer(redis.NewDialer(&redis.Options{DialTimeout: 5 * time.Second}))
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 8, MaxRetries: -1, Dialer: dial})
+	defer rdb.Close()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer admin.Close()
+	for round := range 3 {
+		// Eight connections in the pool: eight blocking calls at once.
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := rdb.BLPop(ctx, 50*time.Millisecond, "nothing-"+strconv.Itoa(i)).Err(); err != nil && err != redis.Nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := rdb.PoolStats().IdleConns; n < 4 {
+			t.Fatalf("round %d: %d idle connections, want at least 4", round, n)
+		}
+		if err := admin.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(idleCheckAfter + 50*time.Millisecond)
+		t0 := time.Now()
+		if err := rdb.Incr(ctx, "n").Err(); err != nil {
+			t.Fatalf("round %d: the first command after every connection was killed: %v", round, err)
+		}
+		t.Logf("round %d: %v", round, time.Since(t0))
+	}
+	if n, _ := admin.Get(ctx, "n").Int(); n != 3 {
+		t.Errorf("n = %d, want 3", n)
 	}
 }
 

@@ -148,8 +148,9 @@ func (j *job) flow(act vars, item int) error {
 	}
 	// What the submit would refuse is refused before the record: a child
 	// that cannot start is never recorded (the parent would name a run
-	// that does not exist). Submit checks again: the plan is cached.
-	if _, _, err := j.w.eng.prepare(cw, in); err != nil {
+	// that does not exist). The submit below starts it from this plan.
+	cp, _, err := j.w.eng.prepare(cw, in)
+	if err != nil {
 		return j.failNode(what(handlers.Errorf(CodeFlow, false, "flow %s: %v", n.Flow.Uses, err)), item)
 	}
 	id := childRunID(j.w.ks, j.tok.Run, j.x, j.tok.Gen, attempt, item)
@@ -183,7 +184,7 @@ func (j *job) flow(act vars, item int) error {
 		h(j.ctx, "recorded", id)
 	}
 	link := &parentLink{Run: j.tok.Run, Node: j.tok.Node, Iter: j.tok.Iter, Hop: j.tok.Hop, Attempt: attempt, Item: item, Gen: j.tok.Gen}
-	if _, err := j.w.eng.Submit(j.ctx, cw, in, WithRunID(id), withParent(link)); err != nil {
+	if _, err := j.w.eng.submit(j.ctx, cp, in, []SubmitOption{WithRunID(id), withParent(link)}); err != nil {
 		if errors.Is(err, errChildUnrecorded) {
 			// The parent gave the child up (it ended, the execution was
 			// cancelled or timed out) before it started: it never will.

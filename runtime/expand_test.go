@@ -1,18 +1,13 @@
 package runtime
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wfc-lang/wfc/ir"
-	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
 // perCommandExpand makes the engine run the expand.lua of before its
@@ -45,13 +40,6 @@ func perCommandExpand(t *testing.T, v *env) {
 // the same), once with each script; the event logs, the state and items
 // hashes, the applied keys and the keys' expiry must be equal.
 func TestExpandWritesWhatItWrote(t *testing.T) {
-	list := func(n int) string {
-		s := make([]string, n)
-		for i := range s {
-			s[i] = fmt.Sprint(i + 1)
-		}
-		return "[" + strings.Join(s, ", ") + "]"
-	}
 	type tc struct {
 		w     *ir.Workflow
 		chunk int  // items per expand call (0: the default)
@@ -62,35 +50,35 @@ func TestExpandWritesWhatItWrote(t *testing.T) {
 		"a window": {w: build(t, wfSpec{
 			outputs: []ir.Output{output("n", "b.output.n")},
 			nodes: []*nodeSpec{
-				task("each", "count", forEach("u", list(5), 2), with("v", cexpr("u * 2"))),
+				task("each", "count", forEach("u", numList(5), 2), with("v", cexpr("u * 2"))),
 				task("b", "cel", after("each"), with("n", cexpr("size(each.output)"))),
 			},
 		}), state: RunCompleted},
 		"all at once": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "count", forEach("u", list(40), 0), with("v", cexpr("u")))},
+			nodes: []*nodeSpec{task("each", "count", forEach("u", numList(40), 0), with("v", cexpr("u")))},
 		}), state: RunCompleted},
 		// Chunks of three: the first opens the window, the later ones
 		// fill what it leaves (the window's next items are in the
 		// chunks before).
 		"chunks and a window": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "count", forEach("u", list(10), 4), with("v", cexpr("u")))},
+			nodes: []*nodeSpec{task("each", "count", forEach("u", numList(10), 4), with("v", cexpr("u")))},
 		}), chunk: 3, state: RunCompleted},
 		"chunks all at once": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "count", forEach("u", list(8), 0), with("v", cexpr("u")))},
+			nodes: []*nodeSpec{task("each", "count", forEach("u", numList(8), 0), with("v", cexpr("u")))},
 		}), chunk: 3, state: RunCompleted},
 		// The second generation keeps the items done with the same
 		// value, in chunks.
 		"a partial retry in chunks": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", list(7), 3), with("v", cexpr("x")))},
+			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", numList(7), 3), with("v", cexpr("x")))},
 		}), chunk: 3, retry: true, state: RunCompleted},
 		"a partial retry": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", list(4), 1), with("v", cexpr("x")))},
+			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", numList(4), 1), with("v", cexpr("x")))},
 		}), retry: true, state: RunCompleted},
 		// Its exec key has an iteration; every iteration loads again.
 		"in a loop body": {w: build(t, wfSpec{
 			nodes: []*nodeSpec{
 				task("head", "noop"),
-				task("each", "count", after("head"), forEach("x", list(3), 2), with("v", cexpr("x"))),
+				task("each", "count", after("head"), forEach("x", numList(3), 2), with("v", cexpr("x"))),
 				task("tail", "poll", after("each"), loop("output.n < 2", 5, "head")),
 			},
 		}), state: RunCompleted},
@@ -106,38 +94,12 @@ func TestExpandWritesWhatItWrote(t *testing.T) {
 			for i, old := range []bool{false, true} {
 				v := newEnv(t, b)
 				registerPoll(v)
-				var mu sync.Mutex
-				broken := true
-				v.reg.RegisterFunc("evenfails", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-					var cfg struct{ V int }
-					json.Unmarshal(req.Config, &cfg)
-					mu.Lock()
-					defer mu.Unlock()
-					if broken && cfg.V%2 == 0 {
-						return nil, handlers.Errorf("Even", false, "%d is even", cfg.V)
-					}
-					return req.Config, nil
-				})
+				mend := evenFails(v)
 				if old {
 					perCommandExpand(t, v)
 				}
 				v.worker(func(o *WorkerOptions) { o.Concurrency, o.expandChunk = 1, c.chunk })
-				st := v.run(c.w, nil)
-				if c.retry {
-					if st.State != RunFailed {
-						t.Fatalf("%s: %s, want failed before the retry", name, st.State)
-					}
-					mu.Lock()
-					broken = false
-					mu.Unlock()
-					if err := v.e.Retry(v.ctx, st.RunID); err != nil {
-						t.Fatal(err)
-					}
-					st = v.wait(st.RunID)
-				}
-				if st.State != c.state {
-					t.Fatalf("%s: %s %s, want %s", name, st.State, st.Error, c.state)
-				}
+				st := runRetried(t, v, c.w, c.retry, mend, c.state, name)
 				logs[i], states[i] = runWrites(t, v, st.RunID)
 				logs[i] = strings.ReplaceAll(logs[i], st.RunID, "RUN")
 			}

@@ -60,13 +60,6 @@ func runWrites(t *testing.T, v *env, run string) (log, state string) {
 // hashes, the applied keys and the keys' expiry must be equal, and the
 // fast path must have recorded items.
 func TestItemNextWritesWhatItemdoneWrites(t *testing.T) {
-	list := func(n int) string {
-		s := make([]string, n)
-		for i := range s {
-			s[i] = fmt.Sprint(i + 1)
-		}
-		return "[" + strings.Join(s, ", ") + "]"
-	}
 	type tc struct {
 		w *ir.Workflow
 		// retry: after the run failed, make the handlers succeed and
@@ -80,38 +73,38 @@ func TestItemNextWritesWhatItemdoneWrites(t *testing.T) {
 		"a window": {w: build(t, wfSpec{
 			outputs: []ir.Output{output("n", "b.output.n")},
 			nodes: []*nodeSpec{
-				task("each", "count", forEach("u", list(5), 2), with("v", cexpr("u * 2"))),
+				task("each", "count", forEach("u", numList(5), 2), with("v", cexpr("u * 2"))),
 				task("b", "cel", after("each"), with("n", cexpr("size(each.output)"))),
 			},
 		}), state: RunCompleted},
 		// All items queued at once (parallel 0): none queues another.
 		"all at once": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "count", forEach("u", list(4), 0), with("v", cexpr("u")))},
+			nodes: []*nodeSpec{task("each", "count", forEach("u", numList(4), 0), with("v", cexpr("u")))},
 		}), state: RunCompleted},
 		// The items read the list's node (and are bound to it); the list
 		// comes from a node.
 		"items of a node's output": {w: build(t, wfSpec{
 			outputs: []ir.Output{output("s", "each.output.map(o, o.v)")},
 			nodes: []*nodeSpec{
-				task("a", "cel", with("items", cexpr(list(3))), with("k", cexpr("10"))),
+				task("a", "cel", with("items", cexpr(numList(3))), with("k", cexpr("10"))),
 				task("each", "count", after("a"), forEach("x", "a.output.items", 2), with("v", cexpr("x * a.output.k"))),
 			},
 		}), state: RunCompleted},
 		// Items whose first attempt fails: the retry's token finds the
 		// item retrying.
 		"retried items": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "flaky", forEach("u", list(3), 1), with("fails", konst("1")), retry(2, ir.BackoffFixed, 1))},
+			nodes: []*nodeSpec{task("each", "flaky", forEach("u", numList(3), 1), with("fails", konst("1")), retry(2, ir.BackoffFixed, 1))},
 		}), state: RunCompleted},
 		// Even items fail under a tolerance of two: their error results
 		// go through itemdone, the others through the fast path.
 		"failures under a tolerance": {w: build(t, wfSpec{
 			outputs: []ir.Output{output("res", "each.output")},
-			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", list(5), 2), with("v", cexpr("x")),
+			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", numList(5), 2), with("v", cexpr("x")),
 				func(s *nodeSpec) { s.n.ForEach.Tolerate = &ir.Tolerance{Count: 2} })},
 		}), state: RunCompleted},
 		// One failure too many: the node fails with the third even item.
 		"failures over a tolerance": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", list(7), 1), with("v", cexpr("x")),
+			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", numList(7), 1), with("v", cexpr("x")),
 				func(s *nodeSpec) { s.n.ForEach.Tolerate = &ir.Tolerance{Percent: 30} })},
 		}), state: RunFailed},
 		// The third item's output does not fit max_state_bytes: the
@@ -126,7 +119,7 @@ func TestItemNextWritesWhatItemdoneWrites(t *testing.T) {
 		"in a loop body": {w: build(t, wfSpec{
 			nodes: []*nodeSpec{
 				task("head", "noop"),
-				task("each", "count", after("head"), forEach("x", list(3), 2), with("v", cexpr("x"))),
+				task("each", "count", after("head"), forEach("x", numList(3), 2), with("v", cexpr("x"))),
 				task("tail", "poll", after("each"), loop("output.n < 2", 5, "head")),
 			},
 		}), state: RunCompleted},
@@ -134,7 +127,7 @@ func TestItemNextWritesWhatItemdoneWrites(t *testing.T) {
 		// next generation (those done before with the same value are
 		// kept).
 		"a partial retry": {w: build(t, wfSpec{
-			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", list(4), 1), with("v", cexpr("x")))},
+			nodes: []*nodeSpec{task("each", "evenfails", forEach("x", numList(4), 1), with("v", cexpr("x")))},
 		}), retry: true, state: RunCompleted},
 	}
 	forBackends(t, func(t *testing.T, b backend) {
@@ -144,36 +137,10 @@ func TestItemNextWritesWhatItemdoneWrites(t *testing.T) {
 			for i, general := range []bool{false, true} {
 				v := newEnv(t, b, Options{generalOnly: general})
 				registerPoll(v)
-				var mu sync.Mutex
-				broken := true
-				v.reg.RegisterFunc("evenfails", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-					var cfg struct{ V int }
-					json.Unmarshal(req.Config, &cfg)
-					mu.Lock()
-					defer mu.Unlock()
-					if broken && cfg.V%2 == 0 {
-						return nil, handlers.Errorf("Even", false, "%d is even", cfg.V)
-					}
-					return req.Config, nil
-				})
+				mend := evenFails(v)
 				fastDone := countItemNext(t, v)
 				v.worker(func(o *WorkerOptions) { o.Concurrency, o.generalOnly = 1, general })
-				st := v.run(c.w, nil)
-				if c.retry {
-					if st.State != RunFailed {
-						t.Fatalf("%s: %s, want failed before the retry", name, st.State)
-					}
-					mu.Lock()
-					broken = false
-					mu.Unlock()
-					if err := v.e.Retry(v.ctx, st.RunID); err != nil {
-						t.Fatal(err)
-					}
-					st = v.wait(st.RunID)
-				}
-				if st.State != c.state {
-					t.Fatalf("%s: %s %s, want %s", name, st.State, st.Error, c.state)
-				}
+				st := runRetried(t, v, c.w, c.retry, mend, c.state, name)
 				if n := fastDone(st.RunID); general != (n == 0) {
 					t.Errorf("%s: the fast path recorded %d items (general only: %v)", name, n, general)
 				}
@@ -192,6 +159,60 @@ func TestItemNextWritesWhatItemdoneWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// numList is a CEL list literal of the numbers 1 to n.
+func numList(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = fmt.Sprint(i + 1)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+// evenFails registers handler evenfails on v: it echoes its config, but
+// fails (code Even, not retryable) for an even config v until mend is
+// called.
+func evenFails(v *env) (mend func()) {
+	var mu sync.Mutex
+	broken := true
+	v.reg.RegisterFunc("evenfails", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+		var cfg struct{ V int }
+		json.Unmarshal(req.Config, &cfg)
+		mu.Lock()
+		defer mu.Unlock()
+		if broken && cfg.V%2 == 0 {
+			return nil, handlers.Errorf("Even", false, "%d is even", cfg.V)
+		}
+		return req.Config, nil
+	})
+	return func() {
+		mu.Lock()
+		broken = false
+		mu.Unlock()
+	}
+}
+
+// runRetried runs w and, with retry, checks that it failed, mends its
+// handlers and retries it (a partial retry: the next generation); the run
+// must end in state want.
+func runRetried(t *testing.T, v *env, w *ir.Workflow, retry bool, mend func(), want, name string) *Status {
+	t.Helper()
+	st := v.run(w, nil)
+	if retry {
+		if st.State != RunFailed {
+			t.Fatalf("%s: %s, want failed before the retry", name, st.State)
+		}
+		mend()
+		if err := v.e.Retry(v.ctx, st.RunID); err != nil {
+			t.Fatal(err)
+		}
+		st = v.wait(st.RunID)
+	}
+	if st.State != want {
+		t.Fatalf("%s: %s %s, want %s", name, st.State, st.Error, want)
+	}
+	return st
 }
 
 // itemsArg is itemnext's items argument (itemGroup.MarshalBinary).

@@ -512,29 +512,31 @@ var errTooBig error = &handlers.Error{Code: CodeOutput, Message: "value too larg
 // 10,000 references to one 1 MB string is small in memory and 10 GB as
 // JSON.
 func celJSON(v ref.Val, max int) (json.RawMessage, error) {
-	budget := max
-	if data, n, ok := scalarJSON(v); ok { // (jsonout.go: the same bytes and errors, no reflection)
-		if budget-n < 0 {
-			return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)
+	// A scalar is written directly (jsonout.go: the same bytes and errors
+	// as celNative and json.Marshal, without reflection).
+	data, n, ok := scalarJSON(v)
+	over := ok && n > max
+	if !ok {
+		budget := max
+		x, err := celNative(v, 0, &budget)
+		over = errors.Is(err, errTooBig)
+		if err != nil && !over {
+			return nil, err
 		}
-		if len(data) > max {
-			return nil, fmt.Errorf("%w: %d bytes as JSON, over the limit of %d (max_output_bytes)", errTooBig, len(data), max)
+		if !over {
+			if data, err = json.Marshal(x); err != nil {
+				return nil, err
+			}
 		}
-		return data, nil
 	}
-	x, err := celNative(v, 0, &budget)
-	if errors.Is(err, errTooBig) {
+	if over {
 		return nil, fmt.Errorf("%w: over the limit of %d bytes as JSON (max_output_bytes)", errTooBig, max)
 	}
-	if err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(x)
-	if err == nil && len(data) > max {
+	if len(data) > max {
 		// (Escapes made it longer than the walk counted.)
 		return nil, fmt.Errorf("%w: %d bytes as JSON, over the limit of %d (max_output_bytes)", errTooBig, len(data), max)
 	}
-	return data, err
+	return data, nil
 }
 
 // celNative converts a CEL value to Go, counting at least the bytes of

@@ -3,14 +3,13 @@ package runtime
 import (
 	"context"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // A batcher sends script calls made by concurrent handlers in pipelines:
-// group commit. A call made while fewer than lanes pipelines are in flight
+// group commit (commitGroup). A call made while fewer than lanes pipelines are in flight
 // goes at once; calls made while all lanes are busy wait for one and then
 // go together in the next. So a lone run pays no delay, and under load many
 // completions share one round trip — one write and one read for the worker
@@ -24,14 +23,9 @@ import (
 // is not a transaction, and need not be, and two in flight may be applied
 // in either order, as two workers' calls may.
 type batcher struct {
-	rdb   redis.UniversalClient
-	max   int       // calls per pipeline
-	lanes int       // pipelines in flight at once
-	pb    piggyback // nil: none
-
-	mu      sync.Mutex
-	sending int // leaders sending, at most lanes
-	pending []*batchCall
+	rdb redis.UniversalClient
+	pb  piggyback // nil: none
+	commitGroup[*batchCall]
 
 	pipelined atomic.Int64 // calls sent in pipelines of two or more (tests)
 	// offered: slots that went beyond one per call, from calls that
@@ -66,10 +60,9 @@ type batchCall struct {
 	offer slotOffer
 	slots int
 
-	res  any
-	err  error
-	wake chan struct{} // closed when done, or when the call is to lead
-	lead bool
+	res any
+	err error
+	groupTurn
 }
 
 // A slotOffer offers the handling slots of several completions that one
@@ -82,7 +75,7 @@ type slotOffer interface {
 }
 
 func newBatcher(rdb redis.UniversalClient, n, lanes int, pb piggyback) *batcher {
-	return &batcher{rdb: rdb, max: max(n, 1), lanes: max(lanes, 1), pb: pb}
+	return &batcher{rdb: rdb, pb: pb, commitGroup: commitGroup[*batchCall]{max: max(n, 1), lanes: max(lanes, 1)}}
 }
 
 // run calls the script and returns its reply. The caller whose call finds
@@ -92,7 +85,7 @@ func newBatcher(rdb redis.UniversalClient, n, lanes int, pb piggyback) *batcher 
 // the batch reads; gave reports that the slot went (the caller must not
 // release it).
 func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, give bool, shard int, args ...any) (res any, gave bool, err error) {
-	c := &batchCall{sc: sc, keys: keys, args: args, give: give, shard: shard, wake: make(chan struct{})}
+	c := &batchCall{sc: sc, keys: keys, args: args, give: give, shard: shard}
 	b.call(ctx, c)
 	return c.res, c.gave, c.err
 }
@@ -100,46 +93,15 @@ func (b *batcher) run(ctx context.Context, sc *redis.Script, keys []string, give
 // runOffer is run for a call that carries several completions: it offers
 // their slots (offer) to the messages the batch reads.
 func (b *batcher) runOffer(ctx context.Context, sc *redis.Script, keys []string, offer slotOffer, shard int, args ...any) (any, error) {
-	c := &batchCall{sc: sc, keys: keys, args: args, offer: offer, shard: shard, wake: make(chan struct{})}
+	c := &batchCall{sc: sc, keys: keys, args: args, offer: offer, shard: shard}
 	b.call(ctx, c)
 	return c.res, c.err
 }
 
 func (b *batcher) call(ctx context.Context, c *batchCall) {
-	b.mu.Lock()
-	if b.sending >= b.lanes {
-		b.pending = append(b.pending, c)
-		b.mu.Unlock()
-		// No select on ctx: the call may be in a pipeline already, and
-		// its outcome must be known; the client's timeouts bound the wait.
-		<-c.wake
-		if !c.lead {
-			return
-		}
-		b.mu.Lock()
-	} else {
-		b.sending++
-	}
-	n := min(len(b.pending), b.max-1)
-	batch := append([]*batchCall{c}, b.pending[:n]...)
-	b.pending = b.pending[n:]
-	b.mu.Unlock()
-
-	b.send(context.WithoutCancel(ctx), batch)
-
-	b.mu.Lock()
-	if len(b.pending) > 0 {
-		next := b.pending[0]
-		b.pending = b.pending[1:]
-		next.lead = true
-		close(next.wake)
-	} else {
-		b.sending--
-	}
-	b.mu.Unlock()
-	for _, o := range batch[1:] {
-		close(o.wake)
-	}
+	// No cancel: the call may be in a pipeline already, and its outcome
+	// must be known; the client's timeouts bound the wait.
+	b.do(c, nil, func(batch []*batchCall) { b.send(context.WithoutCancel(ctx), batch) })
 }
 
 // send runs the batch: one EVALSHA alone, several in a pipeline. A call

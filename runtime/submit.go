@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -59,25 +57,16 @@ func (e *Engine) SubmitPrepared(ctx context.Context, p *Prepared, inputs map[str
 
 // The submit batcher: the script that starts a run (begin.lua, or
 // start.lua) goes to Redis with the run's index entry (runindex.go) in one
-// pipeline, and the calls of concurrent Submits share it. A call made while
-// fewer than submitLanes pipelines of them are in flight is sent at once,
-// alone; calls made while all lanes are busy queue, and the caller whose
-// pipeline returns hands the lead to the first of them, which sends them
-// all (up to maxSubmitBatch) in the next. So a lone Submit waits for nothing, and a
-// burst of them costs Redis a read, a write and an epoll wake per pipeline
-// instead of per run (the worker's completions do the same: batch.go).
-// Each call keeps its own reply and error: a pipeline is no transaction,
-// and each script is atomic and idempotent on its own, as when each Submit
-// sent its own.
+// pipeline, and the calls of concurrent Submits share it (commitGroup, as
+// the worker's completions do: batch.go). So a lone Submit waits for
+// nothing, and a burst of them costs Redis a read, a write and an epoll
+// wake per pipeline instead of per run. Each call keeps its own reply and
+// error: a pipeline is no transaction, and each script is atomic and
+// idempotent on its own, as when each Submit sent its own.
 type submitter struct {
-	rdb   redis.UniversalClient
-	log   *slog.Logger
-	max   int
-	lanes int // pipelines in flight at once
-
-	mu      sync.Mutex
-	sending int // leaders sending, at most lanes
-	pending []*startCall
+	rdb redis.UniversalClient
+	log *slog.Logger
+	commitGroup[*startCall]
 
 	// sent (tests) is called with the calls of each pipeline before it
 	// goes.
@@ -104,14 +93,13 @@ type startCall struct {
 	idx  string // the run index of the run's shard
 	run  string
 
-	res  any
-	err  error
-	wake chan struct{} // closed when done, or when the call is to lead
-	lead bool
+	res any
+	err error
+	groupTurn
 }
 
 func newSubmitter(rdb redis.UniversalClient, log *slog.Logger) *submitter {
-	return &submitter{rdb: rdb, log: log, max: maxSubmitBatch, lanes: submitLanes}
+	return &submitter{rdb: rdb, log: log, commitGroup: commitGroup[*startCall]{max: maxSubmitBatch, lanes: submitLanes}}
 }
 
 // run writes c.run's index entry (ZADD NX: a first time stays) and then
@@ -124,50 +112,8 @@ func (s *submitter) run(c *startCall) (any, error) {
 	if err := c.ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.wake = make(chan struct{})
-	s.mu.Lock()
-	if s.sending >= s.lanes {
-		s.pending = append(s.pending, c)
-		s.mu.Unlock()
-		select {
-		case <-c.wake:
-		case <-c.ctx.Done():
-			s.mu.Lock()
-			if i := slices.Index(s.pending, c); i >= 0 {
-				s.pending = slices.Delete(s.pending, i, i+1)
-				s.mu.Unlock()
-				return nil, c.ctx.Err()
-			}
-			s.mu.Unlock()
-			<-c.wake // taken into a pipeline, or to lead one
-		}
-		if !c.lead {
-			return c.res, c.err
-		}
-		s.mu.Lock()
-	} else {
-		s.sending++
-	}
-	n := min(len(s.pending), s.max-1)
-	batch := make([]*startCall, 0, n+1)
-	batch = append(append(batch, c), s.pending[:n]...)
-	s.pending = slices.Delete(s.pending, 0, n)
-	s.mu.Unlock()
-
-	s.send(batch)
-
-	s.mu.Lock()
-	if len(s.pending) > 0 {
-		next := s.pending[0]
-		s.pending = slices.Delete(s.pending, 0, 1)
-		next.lead = true
-		close(next.wake)
-	} else {
-		s.sending--
-	}
-	s.mu.Unlock()
-	for _, o := range batch[1:] {
-		close(o.wake)
+	if !s.do(c, c.ctx.Done(), s.send) {
+		return nil, c.ctx.Err()
 	}
 	return c.res, c.err
 }

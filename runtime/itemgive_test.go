@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,8 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/wfc-lang/wfc/runtime/handlers"
 )
 
 // fakeTake is a piggyback that reads nothing: it records the slots a
@@ -125,25 +122,10 @@ func TestItemGroupOffersSlots(t *testing.T) {
 func TestItemGroupsKeepConcurrency(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
-		var mu sync.Mutex
-		running, most := 0, 0
-		v.reg.RegisterFunc("slow", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-			mu.Lock()
-			running++
-			most = max(most, running)
-			mu.Unlock()
-			time.Sleep(time.Millisecond)
-			mu.Lock()
-			running--
-			mu.Unlock()
-			return req.Config, nil
-		})
-		list := make([]string, 50)
-		for i := range list {
-			list[i] = fmt.Sprint(i)
-		}
+		var g gauge // (adapt_test.go)
+		v.reg.RegisterFunc("slow", g.handler(time.Millisecond))
 		w := build(t, wfSpec{nodes: []*nodeSpec{
-			task("each", "slow", forEach("x", "["+strings.Join(list, ", ")+"]", 0), with("v", cexpr("x"))),
+			task("each", "slow", forEach("x", numList(50), 0), with("v", cexpr("x"))),
 			task("b", "slow", after("each")),
 		}})
 		var runs []string
@@ -157,9 +139,7 @@ func TestItemGroupsKeepConcurrency(t *testing.T) {
 			}
 			v.check(run)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if most > 8 {
+		if most := g.peak(); most > 8 {
 			t.Errorf("%d handlers ran at once, concurrency 8", most)
 		}
 		if wk.batch.offered.Load() == 0 {

@@ -155,7 +155,7 @@ func (l *limiter) end(began, now time.Time) (limitChange, bool) {
 		l.up = l.limit == l.floor
 	}
 	l.prevLimit, l.prevRate = l.limit, c.Rate
-	next := l.limit
+	var next int
 	if l.up {
 		next = min(l.ceil, max(l.limit+1, int(float64(l.limit)*limitStep)))
 	} else {

@@ -42,9 +42,10 @@ type piggyback interface {
 	// worker is stopping).
 	queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k int) *pendingTake
 	// takeDone dispatches what the read returned, each message with a
-	// slot, the callers' first, and returns how many of the callers'
+	// slot, the callers' first (t.k of them: queueTake may have kept
+	// fewer than it was offered), and returns how many of the callers'
 	// slots it used.
-	takeDone(ctx context.Context, t *pendingTake, shard, k int) int
+	takeDone(ctx context.Context, t *pendingTake, shard int) int
 }
 
 type batchCall struct {
@@ -143,7 +144,7 @@ func (b *batcher) send(ctx context.Context, batch []*batchCall) {
 	}
 	pipe.Exec(ctx) // each command's error is read below
 	if take != nil {
-		used := b.pb.takeDone(ctx, take, givers[0].shard, slots)
+		used := b.pb.takeDone(ctx, take, givers[0].shard)
 		for _, c := range givers {
 			n := min(used, c.slots)
 			used -= n

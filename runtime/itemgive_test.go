@@ -23,8 +23,8 @@ func (f *fakeTake) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k
 	return &pendingTake{k: k}
 }
 
-func (f *fakeTake) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
-	return min(f.used, k)
+func (f *fakeTake) takeDone(ctx context.Context, t *pendingTake, shard int) int {
+	return min(f.used, t.k)
 }
 
 // A call that carries a group of items offers the slots of its items

@@ -911,8 +911,8 @@ func (l *entryLook) blockAtOnce(n int) bool {
 	return true
 }
 
-func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard, k int) int {
-	k = t.k
+func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard int) int {
+	k := t.k
 	n := k + t.extra
 	used := 0
 	var res []redis.XStream

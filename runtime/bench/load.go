@@ -232,7 +232,7 @@ func (b *Session) startWorkers(ctx context.Context, reg *handlers.Registry, n in
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range n {
-		wk := b.wk.NewWorker(wfrt.WorkerOptions{Handlers: reg, Concurrency: b.opts.Concurrency, ShutdownGrace: -1})
+		wk := b.wk.NewWorker(wfrt.WorkerOptions{Handlers: reg, Concurrency: b.opts.Concurrency, ShutdownGrace: -1, Logger: b.opts.Logger})
 		wg.Add(1)
 		go func() { defer wg.Done(); wk.Run(wctx) }()
 	}

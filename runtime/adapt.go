@@ -22,7 +22,12 @@ import (
 // otherwise, so that it settles around the knee, the smallest limit that
 // gets the most throughput, between a floor and a ceiling. An interval in
 // which the handlers kept fewer than half the slots busy says nothing
-// about the limit (the queues ran dry): it is not compared.
+// about the limit (the queues ran dry): it is not compared. Where a
+// worker measures what saturates (saturation.go) and finds nothing
+// saturated, a step that did not cost throughput leads to another step up
+// (a throughput gain smaller than the noise is still a gain while the CPU
+// and Redis have room); once something is saturated, the rule above
+// finds the knee.
 
 const (
 	// limitStep is the factor of one step of the limit (at least 1 slot
@@ -60,6 +65,9 @@ func adaptiveFloor(ceil int) int { return min(ceil, max(4, goruntime.GOMAXPROCS(
 // with synthetic latencies) and is safe for concurrent use.
 type limiter struct {
 	floor, ceil int
+	// sat reports whether the CPU or Redis is saturated, and whether that
+	// is known (nil: never known).
+	sat func() (sat, known bool)
 
 	mu       sync.Mutex
 	limit    int
@@ -94,6 +102,9 @@ type limitChange struct {
 	Rate        float64       // executions per second in the interval
 	Latency     time.Duration // their mean latency
 	Busy        float64       // mean share of the slots busy
+	// Room: nothing was saturated (known by measuring); a step up that
+	// did not cost throughput was followed by another.
+	Room bool
 }
 
 // begin counts an execution starting at now.
@@ -142,12 +153,22 @@ func (l *limiter) end(began, now time.Time) (limitChange, bool) {
 		l.prevLimit, l.prevRate = 0, 0
 		return limitChange{}, false
 	}
+	if l.sat != nil {
+		sat, known := l.sat()
+		c.Room = known && !sat
+	}
 	switch {
 	case l.prevLimit == 0:
 		// Nothing to compare with: probe upwards.
 		l.up = true
+	case l.limit > l.prevLimit && c.Room:
+		// Room left: up again unless the step cost throughput.
+		l.up = c.Rate >= l.prevRate*(1-limitGain)
 	case l.limit > l.prevLimit:
 		l.up = c.Rate >= l.prevRate*(1+limitGain)
+	case l.limit < l.prevLimit && c.Room:
+		// Room left: back up unless the step down bought throughput.
+		l.up = c.Rate < l.prevRate*(1+limitGain)
 	case l.limit < l.prevLimit:
 		l.up = c.Rate < l.prevRate*(1-limitGain)
 	default:

@@ -69,7 +69,8 @@ type WorkerOptions struct {
 	// default) adapts it to the handlers and the machine (adapt.go): it
 	// starts at 16 per CPU (16 to 64) and moves, between one per CPU
 	// (at least 4) and MaxConcurrency, to the smallest limit that gets
-	// the most throughput; Stats().Limit reports it.
+	// the most throughput, and up while neither the CPU nor Redis is
+	// saturated (saturation.go); Stats().Limit reports it.
 	Concurrency int
 	// MaxConcurrency is the ceiling of an adaptive concurrency (default
 	// DefaultMaxConcurrency, 256); ignored with a Concurrency.
@@ -233,6 +234,7 @@ type Worker struct {
 
 	sem      *slots
 	adapt    *limiter // nil: a fixed Concurrency
+	sat      satGauge // an adaptive worker's saturation sample (saturation.go)
 	autoBat  bool     // Batch follows the adaptive limit
 	spawned  int      // handler goroutines started (spawnMu)
 	spawnMu  sync.Mutex
@@ -333,6 +335,9 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		log: log.With("consumer", opts.Consumer), host: fmt.Sprintf("%s-%d", host, os.Getpid()),
 		sem: newSlots(limit), adapt: adapt, autoBat: autoBatch,
 	}
+	if adapt != nil {
+		adapt.sat = w.sat.saturated
+	}
 	w.batch = newBatcher(e.st.rdb, opts.maxSlots(), opts.Pipelines, w)
 	w.act = make([]activity, max(e.st.ks.shards, 1))
 	w.entryWaiting = make([]atomic.Bool, len(w.act))
@@ -403,6 +408,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer func() { stopHeartbeats(); hb.Wait() }()
 
 	var loops sync.WaitGroup
+	if w.adapt != nil {
+		loops.Add(1)
+		go func() { defer loops.Done(); w.satLoop(ctx) }()
+	}
 	for s := 0; s < max(w.ks.shards, 1); s++ {
 		loops.Add(1)
 		go func() { defer loops.Done(); w.readLoop(ctx, hctx, s) }()
@@ -521,7 +530,8 @@ func (w *Worker) adapted(hctx context.Context, began time.Time) {
 	w.spawnHandlers(hctx, c.Limit)
 	w.sem.setLimit(c.Limit)
 	w.log.Debug("wfc worker: concurrency limit", "limit", c.Limit, "from", c.From,
-		"rate", int(c.Rate), "latency", c.Latency, "busy", float64(int(c.Busy*100))/100)
+		"rate", int(c.Rate), "latency", c.Latency, "busy", float64(int(c.Busy*100))/100,
+		"room", c.Room, "saturated", w.sat.reason())
 }
 
 // readLoop reads the shard's queues with XREADGROUP, taking only as many

@@ -684,8 +684,9 @@ By default a worker adapts its concurrency, the handlers it runs at once:
 it starts at 16 per CPU and, while its queues keep it busy, moves it (from
 one per CPU to --max-concurrency) to the smallest that gets the most
 executions through: high for handlers that wait on slow services, about
-the knee where the CPU or Redis saturates for quick ones (-v logs each
-change). --concurrency N fixes it at N.`
+the knee where the CPU or Redis saturates for quick ones; it samples both
+(the machine's CPU, its own, each Redis master's INFO cpu) and keeps
+adding slots while neither is saturated (-v logs each change). --concurrency N fixes it at N.`
 
 func runWorker(ctx context.Context, env *Env, args []string) int {
 	fs := newFlags("worker", "wfc worker --redis URL [flags]", workerDoc)

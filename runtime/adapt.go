@@ -172,8 +172,9 @@ func (l *limiter) end(began, now time.Time) (limitChange, bool) {
 	case l.limit < l.prevLimit:
 		l.up = c.Rate < l.prevRate*(1-limitGain)
 	default:
-		// At a bound: turn around.
-		l.up = l.limit == l.floor
+		// At a bound: turn around, but for the ceiling with room left,
+		// where a step down would only give up slots that cost nothing.
+		l.up = l.limit == l.floor || c.Room && l.limit == l.ceil
 	}
 	l.prevLimit, l.prevRate = l.limit, c.Rate
 	var next int

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,6 +88,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	perMaster := fs.String("paced-per-master", "", "on clusters: instead of the burst, paced loads at these `RATES` (runs/s) per master, rate × masters on each")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	check := fs.Bool("check", false, "exit 1 when a target is missed")
+	verbose := fs.Bool("v", false, "log the workers' moves to standard error (each concurrency limit change, with what was saturated)")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
 		return code
@@ -126,6 +128,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		return fs.usageError(env, "--shards: %d is not a shard count", *shards)
 	}
 	opts.Shards = *shards
+	if *verbose {
+		opts.Logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if *clusters != "" {
 		redisGiven := false
 		fs.Visit(func(f *flag.Flag) { redisGiven = redisGiven || f.Name == "redis" })

@@ -91,7 +91,10 @@ func TestClientCommands(t *testing.T) {
 	}
 
 	// signal.
-	code, out, _ = wfc(token, "submit", "--server", hs.URL, "../../examples/signal.wf", "--input", "order_id=o-1", "--input", "customer=acme")
+	code, out, errs = wfc(token, "submit", "--server", hs.URL, "../../examples/signal.wf", "--input", "order_id=o-1", "--input", "customer=acme")
+	if code != 0 {
+		t.Fatalf("submit signal.wf: %d %s", code, errs)
+	}
 	run = strings.TrimSpace(out)
 	waitNode(t, eng, run, "reply")
 	if code, _, errs = wfc(token, "signal", "--server", hs.URL, "--correlation", "o-1", "--data", `{"text":"yes"}`, run, "customer_reply"); code != 0 || !strings.Contains(errs, "taken by reply") {

@@ -450,19 +450,36 @@ func (e *Engine) cancelChildren(ctx context.Context, run string) {
 	if len(kids) == 0 {
 		return
 	}
-	reason, ended := "parent run "+run+" ended", true
+	reason, ended, gen := "parent run "+run+" ended", true, 0
 	if m, err := e.st.meta(ctx, run); err == nil {
-		reason, ended = "parent run "+run+" "+m.Status, m.Status != RunRunning
+		reason, ended, gen = "parent run "+run+" "+m.Status, m.Status != RunRunning, m.Gen
 	}
 	for child := range kids {
-		// A run retried since it ended (a late orphans token) may be
-		// starting a pending child of its new generation: it is left so.
-		if pending[child] && ended {
+		switch {
+		case !ended && e.childOfGen(ctx, child, gen):
+			// A run retried since it ended (a late orphans token): a
+			// child its new generation started runs for it.
+		case pending[child] && ended:
 			e.dropChild(ctx, run, child, reason)
-		} else {
+		default:
+			// A run retried since it ended may be starting a pending
+			// child of its new generation: cancelRun leaves a run that
+			// has not started.
 			e.cancelRun(ctx, child, reason)
 		}
 	}
+}
+
+// childOfGen reports whether child is a flow node's child run of its
+// parent's generation gen or later (run|parent names it); an agent's
+// delegated run, or one that cannot be read, is not.
+func (e *Engine) childOfGen(ctx context.Context, child string, gen int) bool {
+	raw, err := e.st.rdb.HGet(ctx, e.st.ks.state(child), runField("parent")).Result()
+	if err != nil {
+		return false
+	}
+	var l parentLink
+	return json.Unmarshal([]byte(raw), &l) == nil && l.Gen >= gen
 }
 
 // children returns a run's child runs (child run id -> the execution, with

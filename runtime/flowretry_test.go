@@ -21,42 +21,10 @@ import (
 func TestFlowRetryWhileWaiting(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
-		ctx := context.Background()
-		var kidCalls, fCalls atomic.Int32
 		// The child's task blocks the first time (until the parent's
 		// failure cancels the child), then doubles.
-		v.reg.RegisterFunc("firstblocks", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-			v.note(req)
-			if kidCalls.Add(1) == 1 {
-				<-ctx.Done()
-				return nil, ctx.Err()
-			}
-			return json.RawMessage(`{}`), nil
-		})
-		// f fails the run once the child's task started, the first time.
-		v.reg.RegisterFunc("failonce", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-			v.note(req)
-			if fCalls.Add(1) == 1 {
-				waitFor(t, "the child's task to start", func() bool { return kidCalls.Load() >= 1 })
-				return nil, handlers.Permanentf("failonce: first call")
-			}
-			return json.RawMessage(`{"ok":true}`), nil
-		})
-		v.worker()
-		child := childWF(t, "kid", "firstblocks")
-		w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{child}, nodes: []*nodeSpec{
-			flowNode(t, "c", child, fwith("n", konst("3"))),
-			task("f", "failonce"),
-		}})
-		run := v.submit(w, nil)
+		kidCalls, fCalls, run := failedFlowRetried(t, v, nil)
 		st := v.wait(run)
-		if st.State != RunFailed || nodeState(st, "c") == NodeCompleted {
-			t.Fatalf("first end: %s", dump(st))
-		}
-		if err := v.e.Retry(ctx, run); err != nil {
-			t.Fatal(err)
-		}
-		st = v.wait(run)
 		if st.State != RunCompleted {
 			t.Fatalf("after retry: %s", dump(st))
 		}
@@ -80,44 +48,9 @@ func TestLateOrphansKeepNewChild(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
 		ctx := context.Background()
-		var kidCalls, fCalls atomic.Int32
 		release := make(chan struct{})
-		// The child's task: the first blocks until cancelled, the second
-		// until released.
-		v.reg.RegisterFunc("gated", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-			v.note(req)
-			if kidCalls.Add(1) == 1 {
-				<-ctx.Done()
-				return nil, ctx.Err()
-			}
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			return json.RawMessage(`{}`), nil
-		})
-		v.reg.RegisterFunc("failonce", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
-			v.note(req)
-			if fCalls.Add(1) == 1 {
-				waitFor(t, "the child's task to start", func() bool { return kidCalls.Load() >= 1 })
-				return nil, handlers.Permanentf("failonce: first call")
-			}
-			return json.RawMessage(`{"ok":true}`), nil
-		})
-		v.worker()
-		child := childWF(t, "kid", "gated")
-		w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{child}, nodes: []*nodeSpec{
-			flowNode(t, "c", child, fwith("n", konst("3"))),
-			task("f", "failonce"),
-		}})
-		run := v.submit(w, nil)
-		if st := v.wait(run); st.State != RunFailed {
-			t.Fatalf("first end: %s", dump(st))
-		}
-		if err := v.e.Retry(ctx, run); err != nil {
-			t.Fatal(err)
-		}
+		// The second child's task waits until released.
+		kidCalls, _, run := failedFlowRetried(t, v, release)
 		waitFor(t, "the new child's task to start", func() bool { return kidCalls.Load() >= 2 })
 		// The old end's orphans token, once more, now.
 		tok, _ := json.Marshal(Token{Kind: "orphans", Run: run, Hop: 0, Attempt: 1, Item: -1})
@@ -143,4 +76,51 @@ func TestLateOrphansKeepNewChild(t *testing.T) {
 		noDanglingChild(t, v.e, st)
 		waitNoPending(t, v.e)
 	})
+}
+
+// failedFlowRetried runs a parent whose flow node c starts a child while
+// task f fails the run, the first time once the child's task started
+// (which blocks until its run is cancelled), and retries the run. The
+// child's later calls return at once, or when second is closed. It returns
+// the calls of the child's task and of f, and the run.
+func failedFlowRetried(t *testing.T, v *env, second <-chan struct{}) (kidCalls, fCalls *atomic.Int32, run string) {
+	t.Helper()
+	kidCalls, fCalls = new(atomic.Int32), new(atomic.Int32)
+	v.reg.RegisterFunc("firstblocks", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+		v.note(req)
+		if kidCalls.Add(1) == 1 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		if second != nil {
+			select {
+			case <-second:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return json.RawMessage(`{}`), nil
+	})
+	v.reg.RegisterFunc("failonce", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+		v.note(req)
+		if fCalls.Add(1) == 1 {
+			waitFor(t, "the child's task to start", func() bool { return kidCalls.Load() >= 1 })
+			return nil, handlers.Permanentf("failonce: first call")
+		}
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+	v.worker()
+	child := childWF(t, "kid", "firstblocks")
+	w := build(t, wfSpec{name: "parent", children: []*ir.Workflow{child}, nodes: []*nodeSpec{
+		flowNode(t, "c", child, fwith("n", konst("3"))),
+		task("f", "failonce"),
+	}})
+	run = v.submit(w, nil)
+	if st := v.wait(run); st.State != RunFailed || nodeState(st, "c") == NodeCompleted {
+		t.Fatalf("first end: %s", dump(st))
+	}
+	if err := v.e.Retry(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	return kidCalls, fCalls, run
 }

@@ -214,6 +214,13 @@ func TestEventStream(t *testing.T) {
 		}
 		cancel()
 		res.Body.Close()
+		// The server sees the disconnect and frees the stream's slot (on
+		// a loaded machine this took longer than opening the next two).
+		for deadline := time.Now().Add(5 * time.Second); len(ts.streams) > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d streams still open after the client left", len(ts.streams))
+			}
+		}
 
 		// Bounded: with two open streams a third is refused.
 		ctx2, cancel2 := context.WithCancel(context.Background())

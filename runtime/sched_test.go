@@ -388,7 +388,7 @@ func TestChildRunIsInFlight(t *testing.T) {
 }
 
 // TestTakeGrantsCredits: a take for a worker that would block if it read
-// nothing grants n credits when it reads fewer than n (its streams are
+// nothing grants n credits (maxCredits at most) when it reads fewer than n (its streams are
 // drained): also when it read some, so that a lone run's worker need not
 // read nothing to top them up; not after a full read, nor for a worker
 // that would not block.
@@ -403,6 +403,7 @@ func TestTakeGrantsCredits(t *testing.T) {
 		{"idle, nothing read", 0, 4, true, 4},
 		{"idle, a short read", 1, 4, true, 4},
 		{"idle, a full read", 4, 4, true, 0},
+		{"idle, many slots", 0, 256, true, maxCredits},
 		{"not idle, a short read", 1, 4, false, 0},
 	}
 	forBackends(t, func(t *testing.T, b backend) {
@@ -442,8 +443,8 @@ func TestTakeGrantsCredits(t *testing.T) {
 // TestEntryLook: a completion's piggyback looks at the credits (and the
 // entry streams, unless the last look found credits for every queue) at
 // most every entryLookEvery; the read loop blocks without a take only on
-// a fresh look that found no new run waiting and credits for half its
-// read, and each look serves one such read.
+// a fresh look that found no new run waiting and credits for half what
+// its take would grant, and each look serves one such read.
 func TestEntryLook(t *testing.T) {
 	var l entryLook
 	if !l.due() {
@@ -465,8 +466,11 @@ func TestEntryLook(t *testing.T) {
 		n       int
 		want    bool
 	}{
-		{"fresh, empty, credits for half", true, 16, 0, 32, true},
-		{"credits for fewer than half", true, 15, 0, 32, false},
+		{"fresh, empty, credits for half", true, 8, 0, 16, true},
+		{"credits for fewer than half", true, 7, 0, 16, false},
+		// A take grants at most maxCredits: half of those will do.
+		{"many slots, half the most credits", true, maxCredits / 2, 0, 256, true},
+		{"many slots, fewer", true, maxCredits/2 - 1, 0, 256, false},
 		{"one slot, one credit", true, 1, 0, 1, true},
 		{"no credits", true, 0, 0, 1, false},
 		{"new runs wait", false, 32, 0, 32, false},
@@ -518,5 +522,46 @@ func TestLoneRunBlocksAtOnce(t *testing.T) {
 			t.Errorf("%d entry tokens wait", n)
 		}
 		t.Logf("%d runs", runs)
+	})
+}
+
+// TestBurstBypassBounded: an idle worker's credits let new runs' entry
+// tokens go straight to the queue's stream, ahead of the continuations of
+// runs in flight; a burst of submissions to a worker that was idle with
+// many free slots (an adaptive worker climbs to 256) must not start all of
+// them at once. At most maxCredits of them skip the entry stream; the rest
+// wait for a drained read, so the runs the burst started first still end
+// first.
+func TestBurstBypassBounded(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		e := openEngine(t, b, Options{Queues: sameQueue})
+		ctx := context.Background()
+		stream := e.st.ks.stream(0, "work")
+		if err := e.st.ensureGroup(ctx, stream); err != nil {
+			t.Fatal(err)
+		}
+		// The grant of an idle worker with 256 free slots that read nothing.
+		w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Second}}
+		if _, err := w.take(ctx, e.st.rdb, 0, e.st.ks.takeKeys(0, []string{"work"}), []string{"work"}, "test", 256, true); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := e.st.rdb.HGet(ctx, e.st.ks.admit(0), "work").Int(); c != maxCredits {
+			t.Errorf("an idle worker with 256 free slots granted %d credits, want %d", c, maxCredits)
+		}
+		wf := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord"), task("y", "ord", after("x"))}})
+		const burst = 100
+		for range burst {
+			if _, err := e.Submit(ctx, wf, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		straight, err := e.st.rdb.XLen(ctx, stream).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if straight != maxCredits || waitingEntries(t, e) != burst-maxCredits {
+			t.Errorf("%d of %d new runs went straight to the stream, %d wait; want %d and %d",
+				straight, burst, waitingEntries(t, e), maxCredits, burst-maxCredits)
+		}
 	})
 }

@@ -638,17 +638,29 @@ func (w *Worker) take(ctx context.Context, c redis.Scripter, shard int, keys, qu
 }
 
 func (w *Worker) takeArgs(queues []string, consumer string, n int, idle bool) []any {
-	flag := "0"
+	grant := 0
 	if idle {
-		flag = "1"
+		grant = min(n, maxCredits)
 	}
 	args := make([]any, 0, 5+len(queues))
-	args = append(args, Group, consumer, n, flag, w.opts.AdmitAge.Milliseconds())
+	args = append(args, Group, consumer, n, grant, w.opts.AdmitAge.Milliseconds())
 	for _, q := range queues {
 		args = append(args, q)
 	}
 	return args
 }
+
+// maxCredits bounds the credits an idle worker grants a queue of a
+// shard (take.lua): the new runs that may start ahead of the work of runs
+// in flight. A credit is there to wake a blocked read: a start that
+// spends one puts its entry token in the queue's stream, which a blocked
+// reader gets; once awake, a worker admits the runs that wait as its
+// reads drain. So a few credits do the job, enough for a burst to wake
+// that many blocked workers at once; a grant of every free slot (up to
+// 256 for an adaptive worker with room) let that many runs of a burst
+// start together, ahead of the runs in flight, and a stopped worker's
+// grant stayed for the next burst (docs/runtime.md, "Scheduling").
+const maxCredits = 16
 
 // takeReply converts take.lua's reply, XREADGROUP's shape as a script
 // returns it, to XREADGROUP's result.
@@ -904,9 +916,10 @@ func (l *entryLook) saw(empty bool, credits int64) {
 // block if there are none may block at once, without the take, and if
 // so uses up the look it goes by. A take before blocking admits the new
 // runs waiting and grants credits (take.lua): it is not needed when a
-// look at most lookFresh old found no new run waiting and at least n/2
-// credits for each queue, so that new runs' entry tokens go to the
-// streams, which wakes the read. Each look serves one such read (which
+// look at most lookFresh old found no new run waiting and at least half
+// the credits the take would grant (n, at most maxCredits) for each
+// queue, so that new runs' entry tokens go to the streams, which wakes
+// the read. Each look serves one such read (which
 // may read up to n tokens those credits let through, so the next one
 // needs a new look); a lone run's chain so pays a plain XREADGROUP at its
 // end, as before run-first scheduling, instead of take.lua's 10-15 µs of
@@ -914,7 +927,7 @@ func (l *entryLook) saw(empty bool, credits int64) {
 func (l *entryLook) blockAtOnce(n int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.seen == 0 || time.Now().UnixNano()-l.seen > int64(lookFresh) || l.credits < int64((n+1)/2) {
+	if l.seen == 0 || time.Now().UnixNano()-l.seen > int64(lookFresh) || l.credits < int64((min(n, maxCredits)+1)/2) {
 		return false
 	}
 	l.seen = 0

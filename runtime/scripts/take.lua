@@ -5,8 +5,9 @@
 -- KEYS: 1 the shard's admission hash (queue -> credits; aged|<queue> -> when
 --       an aged entry token was last moved), then for each
 --       queue i: 2i its stream, 2i+1 its entry stream.
--- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 idle ('1': the
---       worker blocks next if this reads nothing), 5 age (ms an entry
+-- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 grant (the
+--       credits to grant, runtime.maxCredits at most: the worker blocks
+--       next if this reads nothing; '0': it would not block), 5 age (ms an entry
 --       token may wait before it is admitted whatever the continuations),
 --       then for each queue i: 5+i its name.
 -- Reply: what XREADGROUP replies, [[stream, [[id, [field, value, ...]], ...]], ...]
@@ -21,16 +22,17 @@
 --   every `age` ms), where it is read in its turn;
 -- * credits: a worker about to block if it reads nothing (idle) that
 --   reads fewer than n (its streams are drained, nothing waits) grants
---   its queues n credits; start and begin put a new run's entry
+--   its queues credits (a few: runtime.maxCredits, worker.go, says why);
+--   start and begin put a new run's entry
 --   token straight into the queue's stream while credits last, which wakes
 --   the blocked read. Only a start spends them: a busy worker that took
 --   them back could leave another one, blocked on the same queue, idle
 --   while new runs wait. So a worker that was idle and got busy leaves
---   at most n credits per queue, which as many new runs spend.
+--   at most its grant per queue, which as many new runs spend.
 local group, consumer = ARGV[1], ARGV[2]
-local n, idle, age = tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
+local n, grant, age = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local nq = (#KEYS - 1) / 2
-if not n or n < 1 or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 5 + nq then
+if not n or n < 1 or not grant or grant < 0 or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 5 + nq then
   return redis.error_reply('ERR wfc: bad take call')
 end
 local ADMIT = KEYS[1]
@@ -109,10 +111,10 @@ end
 -- admit new runs as they come anyway, and the worker, which skips this
 -- script before blocking while enough credits are left (worker.go,
 -- blockAtOnce), need not come back with a read of nothing to top them up.
-if got < n and idle then
+if got < n and grant > 0 then
   for i = 1, nq do
     local c = tonumber(redis.call('HGET', ADMIT, ARGV[5 + i]) or '0')
-    if c < n then redis.call('HSET', ADMIT, ARGV[5 + i], n) end
+    if c < grant then redis.call('HSET', ADMIT, ARGV[5 + i], grant) end
   end
 end
 return out

@@ -212,9 +212,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 func writeBench(out io.Writer, rep *bench.Report) {
 	fmt.Fprintf(out, "Redis %s, GOMAXPROCS %d, %.1f s per scenario in %d rounds (each figure a median)\n\n", rep.Redis, rep.GoMaxProc, rep.Duration, rep.Rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tin flight\ttokens\truns\texec/s\truns/s\thop p50 ms\thop p99 ms\ttrips/exec\tRedis µs/exec\tGo µs/exec\t")
+	fmt.Fprintln(tw, "scenario\tin flight\ttokens\truns\texec/s\truns/s\thop p50 ms\thop p99 ms\ttrips/exec\tcmds/exec\tRedis µs/exec\tGo µs/exec\t")
 	for _, s := range rep.Scenarios {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t%s\t\n", s.Name, s.InFlight, s.Tokens, s.Runs, s.ExecPerSec, s.RunsPerSec, s.HopP50ms, s.HopP99ms, s.TripsPer, cpuCell(s.RedisCPUus), cpuCell(s.GoCPUus))
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t%.2f\t%s\t%s\t%s\t\n", s.Name, s.InFlight, s.Tokens, s.Runs, s.ExecPerSec, s.RunsPerSec, s.HopP50ms, s.HopP99ms, s.TripsPer, countCell(s.CmdsPer), cpuCell(s.RedisCPUus), cpuCell(s.GoCPUus))
 	}
 	tw.Flush()
 	writeClusters(out, rep)
@@ -243,10 +243,10 @@ func writeBench(out io.Writer, rep *bench.Report) {
 		tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 		// wait: submission -> first node started (admission); run: first
 		// node started -> completed; total: submission -> completed.
-		fmt.Fprintln(tw, "open-loop load\truns\tsubmit s\truns/s\texec/s\twait p50 ms\twait p99 ms\trun p50 ms\trun p95 ms\trun p99 ms\ttotal p50 ms\ttotal p99 ms\ttrips/exec\tRedis µs/exec\tGo µs/exec\t")
+		fmt.Fprintln(tw, "open-loop load\truns\tsubmit s\truns/s\texec/s\twait p50 ms\twait p99 ms\trun p50 ms\trun p95 ms\trun p99 ms\ttotal p50 ms\ttotal p99 ms\ttrips/exec\tcmds/exec\tRedis µs/exec\tGo µs/exec\t")
 		for _, l := range rep.Loads {
-			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", l.Name, l.Runs, l.SubmitSecs, l.RunsPerSec, l.ExecPerSec,
-				l.WaitP50ms, l.WaitP99ms, l.StartedP50ms, l.StartedP95ms, l.StartedP99ms, l.P50ms, l.P99ms, l.TripsPer, cpuCell(l.RedisCPUus), cpuCell(l.GoCPUus))
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t\n", l.Name, l.Runs, l.SubmitSecs, l.RunsPerSec, l.ExecPerSec,
+				l.WaitP50ms, l.WaitP99ms, l.StartedP50ms, l.StartedP95ms, l.StartedP99ms, l.P50ms, l.P99ms, l.TripsPer, countCell(l.CmdsPer), cpuCell(l.RedisCPUus), cpuCell(l.GoCPUus))
 		}
 		tw.Flush()
 	}
@@ -308,4 +308,13 @@ func cpuCell(us float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", us)
+}
+
+// countCell shows a count per execution, or "-" when the server gave
+// none (no INFO commandstats: the embedded server).
+func countCell(n float64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", n)
 }

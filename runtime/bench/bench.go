@@ -228,7 +228,14 @@ type Scenario struct {
 	// call and a turn of the event loop, which a busier server shares
 	// among more commands, so it is what makes a less loaded server spend
 	// more CPU per execution.
-	RedisIOPer  float64   `json:"redis_io_per_exec,omitzero"`
+	RedisIOPer float64 `json:"redis_io_per_exec,omitzero"`
+	// CmdsPer is the commands Redis ran per execution, those scripts
+	// called included, and ScriptsPer the script calls among them (INFO
+	// commandstats, summed over the masters; the benchmark's own INFO
+	// left out). They count the work rather than time it, so a change to
+	// it shows on a noisy machine too.
+	CmdsPer     float64   `json:"redis_cmds_per_exec,omitzero"`
+	ScriptsPer  float64   `json:"script_calls_per_exec,omitzero"`
 	Cluster     string    `json:"cluster,omitzero"`
 	MasterCPUus []float64 `json:"redis_cpu_us_per_exec_by_master,omitzero"`
 	// Tokens is the mean number of tokens in flight (Little's law: the
@@ -868,6 +875,8 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 	sc.RedisCPUus = div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6
 	sc.GoCPUus = div(cpu1-cpu0, float64(nExecs)) * 1e6
 	sc.RedisIOPer = div(ioEvents(info1)-ioEvents(info0), float64(nExecs))
+	sc.CmdsPer = div(num(info1[cmdCalls])-num(info0[cmdCalls]), float64(nExecs))
+	sc.ScriptsPer = div(num(info1[scriptCalls])-num(info0[scriptCalls]), float64(nExecs))
 	if b.cluster != nil {
 		sc.Cluster = b.cluster.Name
 		c0, c1 := b.cluster.masterCPU(info0), b.cluster.masterCPU(info1)
@@ -1151,7 +1160,7 @@ func sleep(ctx context.Context, d time.Duration) {
 func redisInfo(ctx context.Context, rdb redis.UniversalClient) map[string]string {
 	if c, ok := rdb.(*redis.ClusterClient); ok {
 		out := map[string]string{}
-		var user, sys, mem, io float64
+		var user, sys, mem, io, cmds, scripts float64
 		for addr, info := range mastersInfo(ctx, c) {
 			maps.Copy(out, info)
 			user += num(info["used_cpu_user"])
@@ -1159,7 +1168,11 @@ func redisInfo(ctx context.Context, rdb redis.UniversalClient) map[string]string
 			mem += num(info["used_memory"])
 			out["cpu@"+addr] = strconv.FormatFloat(cpuSeconds(info), 'f', -1, 64)
 			io += ioEvents(info)
+			cmds += num(info[cmdCalls])
+			scripts += num(info[scriptCalls])
 		}
+		out[cmdCalls] = strconv.FormatFloat(cmds, 'f', 0, 64)
+		out[scriptCalls] = strconv.FormatFloat(scripts, 'f', 0, 64)
 		out["used_cpu_user"] = strconv.FormatFloat(user, 'f', -1, 64)
 		out["used_cpu_sys"] = strconv.FormatFloat(sys, 'f', -1, 64)
 		out["used_memory"] = strconv.FormatFloat(mem, 'f', 0, 64)
@@ -1168,14 +1181,48 @@ func redisInfo(ctx context.Context, rdb redis.UniversalClient) map[string]string
 		return out
 	}
 	out := map[string]string{}
-	sections, err := rdb.InfoMap(ctx, "server", "cpu", "memory", "stats").Result()
+	sections, err := rdb.InfoMap(ctx, "server", "cpu", "memory", "stats", "commandstats").Result()
 	if err != nil {
 		return out
 	}
 	for _, fields := range sections {
 		maps.Copy(out, fields)
 	}
+	cmds, scripts := commandCalls(sections["Commandstats"])
+	out[cmdCalls] = strconv.FormatFloat(cmds, 'f', 0, 64)
+	out[scriptCalls] = strconv.FormatFloat(scripts, 'f', 0, 64)
 	return out
+}
+
+// The keys under which redisInfo gives the commands a server ran so far
+// and the script calls among them (commandCalls).
+const (
+	cmdCalls    = "bench_cmd_calls"
+	scriptCalls = "bench_script_calls"
+)
+
+// commandCalls sums the calls of INFO commandstats' lines
+// ("cmdstat_hset" -> "calls=12,usec=...") and of the script calls among
+// them, leaving INFO out: the benchmark's own reads.
+func commandCalls(stats map[string]string) (all, scripts float64) {
+	for name, v := range stats {
+		cmd, ok := strings.CutPrefix(name, "cmdstat_")
+		if !ok || cmd == "info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(v, ",")
+		n, ok := strings.CutPrefix(calls, "calls=")
+		if !ok {
+			continue
+		}
+		c := num(n)
+		all += c
+		switch cmd {
+		case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+			scripts += c
+		}
+	}
+	return all, scripts
 }
 
 func cpuSeconds(info map[string]string) float64 {
@@ -1290,6 +1337,8 @@ func medianScenario(xs []Scenario) Scenario {
 	out.RedisCPUus = median(xs, func(x Scenario) float64 { return x.RedisCPUus })
 	out.GoCPUus = median(xs, func(x Scenario) float64 { return x.GoCPUus })
 	out.RedisIOPer = median(xs, func(x Scenario) float64 { return x.RedisIOPer })
+	out.CmdsPer = median(xs, func(x Scenario) float64 { return x.CmdsPer })
+	out.ScriptsPer = median(xs, func(x Scenario) float64 { return x.ScriptsPer })
 	out.Tokens = median(xs, func(x Scenario) float64 { return x.Tokens })
 	return out
 }

@@ -69,6 +69,11 @@ func TestRun(t *testing.T) {
 		if s.ExecPerSec <= 0 || s.HopP50ms <= 0 || s.HopP99ms < s.HopP50ms || s.TripsPer <= 0 || s.RedisCPUus <= 0 {
 			t.Errorf("%s: implausible figures %+v", s.Name, s)
 		}
+		// A script call per execution or so (a for_each's items share
+		// them), each with the commands it calls.
+		if s.ScriptsPer <= 0.2 || s.CmdsPer < 2*s.ScriptsPer {
+			t.Errorf("%s: %.2f commands, %.2f script calls per execution", s.Name, s.CmdsPer, s.ScriptsPer)
+		}
 	}
 	// One reference right after each scenario, under its load.
 	if len(rep.Baselines) != len(rep.Scenarios) {
@@ -166,6 +171,7 @@ func BenchmarkRuntime(b *testing.B) {
 			b.ReportMetric(sc.HopP50ms, "hop-p50-ms")
 			b.ReportMetric(sc.HopP99ms, "hop-p99-ms")
 			b.ReportMetric(sc.TripsPer, "trips/exec")
+			b.ReportMetric(sc.CmdsPer, "redis-cmds/exec")
 			b.ReportMetric(sc.RedisCPUus, "redis-µs/exec")
 			b.ReportMetric(sc.GoCPUus, "go-µs/exec")
 		})
@@ -309,5 +315,29 @@ func TestTokens(t *testing.T) {
 	}
 	if got := rec.tokens(w, 0); got != 0 {
 		t.Errorf("tokens over no time: %v", got)
+	}
+}
+
+// TestCommandCalls: the commands a server ran are summed from INFO
+// commandstats' lines, the script calls among them counted apart, INFO
+// itself and lines of other shapes left out.
+func TestCommandCalls(t *testing.T) {
+	stats := map[string]string{
+		"cmdstat_evalsha":     "calls=52,usec=3614,usec_per_call=69.50,rejected_calls=0,failed_calls=0",
+		"cmdstat_eval":        "calls=3,usec=30,usec_per_call=10.00,rejected_calls=0,failed_calls=0",
+		"cmdstat_fcall":       "calls=2,usec=30,usec_per_call=15.00,rejected_calls=0,failed_calls=0",
+		"cmdstat_xadd":        "calls=100,usec=470,usec_per_call=4.70,rejected_calls=0,failed_calls=0",
+		"cmdstat_script|load": "calls=7,usec=520,usec_per_call=74.29,rejected_calls=0,failed_calls=0",
+		"cmdstat_info":        "calls=9,usec=400,usec_per_call=44.44,rejected_calls=0,failed_calls=0",
+		"cmdstat_bad":         "usec=1",
+		"errorstat_ERR":       "count=4",
+		"used_cpu_user":       "1.5",
+	}
+	all, scripts := commandCalls(stats)
+	if all != 52+3+2+100+7 || scripts != 52+3+2 {
+		t.Errorf("commandCalls = %v, %v; want %v, %v", all, scripts, 52+3+2+100+7, 52+3+2)
+	}
+	if all, scripts := commandCalls(nil); all != 0 || scripts != 0 {
+		t.Errorf("no commandstats: %v, %v", all, scripts)
 	}
 }

@@ -49,6 +49,8 @@ type Load struct {
 	StartedP99ms float64 `json:"started_p99_ms"`
 	TripsPer     float64 `json:"trips_per_exec"` // worker round trips to Redis per node execution
 	RedisCPUus   float64 `json:"redis_cpu_us_per_exec,omitzero"`
+	CmdsPer      float64 `json:"redis_cmds_per_exec,omitzero"`   // as Scenario's
+	ScriptsPer   float64 `json:"script_calls_per_exec,omitzero"` //
 	GoCPUus      float64 `json:"go_cpu_us_per_exec,omitzero"`
 }
 
@@ -216,6 +218,8 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 		StartedP50ms: percentile(ran, 0.50), StartedP95ms: percentile(ran, 0.95), StartedP99ms: percentile(ran, 0.99),
 		TripsPer:   div(float64(nTrips), float64(nExecs)),
 		RedisCPUus: div(cpuSeconds(info1)-cpuSeconds(info0), float64(nExecs)) * 1e6,
+		CmdsPer:    div(num(info1[cmdCalls])-num(info0[cmdCalls]), float64(nExecs)),
+		ScriptsPer: div(num(info1[scriptCalls])-num(info0[scriptCalls]), float64(nExecs)),
 		GoCPUus:    div(cpu1-cpu0, float64(nExecs)) * 1e6,
 	}
 	l.Name = fmt.Sprintf("%s/%dw/burst%d", shape, workers, runs)

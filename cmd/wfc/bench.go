@@ -20,8 +20,9 @@ Bench measures the runtime on a Redis: node executions per second and the
 per-hop latency (a node's handler finished -> the next node's handler
 started, p50 and p99) of no-op workflows — a chain of ten, a diamond and a
 100-wide fan-out/fan-in — with one and several workers, the round trips to
-Redis and the Redis CPU per node execution, and Redis memory per in-flight
-and per completed run.
+Redis, the commands Redis ran (cmds/exec: counted, so comparable on a
+noisy machine) and the Redis and Go CPU per node execution, and Redis
+memory per in-flight and per completed run.
 
 Each scenario and its reference are measured --rounds times in turn, each
 round a share of --duration, and each figure and ratio printed is the

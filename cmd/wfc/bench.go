@@ -52,7 +52,11 @@ capacity), for --duration each. They report, which a fixed number of runs
 in flight cannot show, each run's queue wait (wait: from its submission
 until its first node started, its admission), its run latency (run: from
 that start until its completion) and their sum (total: submission to
-completion), as p50, p95 or p99.
+completion), as p50, p95 or p99. --backlog N adds, for each shape, N runs
+submitted while no worker runs (an outage: the workers of the warm-up
+stopped, as workers that go away do), then served by --load-workers
+started after; its run latency shows whether runs that piled up end in
+the order they start.
 
 On a Redis Cluster (--redis redis+cluster://host:port,...) the runs are
 spread over the masters by --shards (default 12), the Redis CPU per
@@ -80,6 +84,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	shapes := fs.String("shapes", strings.Join(bench.Shapes, ","), "comma-separated `SHAPES` to run")
 	baseline := fs.Bool("baseline", true, "measure the raw go-redis reference and the ratios")
 	burst := fs.Int("burst", 1000, "runs of each load shape submitted at once (0: no open-loop loads)")
+	backlog := fs.Int("backlog", 0, "runs of each load shape submitted while no worker runs, then served (0: none)")
 	loadShapes := fs.String("load-shapes", strings.Join(bench.LoadShapes, ","), "comma-separated `SHAPES` the burst and paced loads drive")
 	paced := fs.String("paced", "0.5,0.9", "paced arrival rates after each burst, as `SHARES` of its throughput")
 	loadWorkers := fs.Int("load-workers", 1, "workers serving the open-loop loads")
@@ -100,7 +105,10 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	}
 	opts := bench.Options{
 		RedisURL: *redisURL, Duration: *dur, Rounds: *rounds, Concurrency: *conc, InFlight: *inflight,
-		Baseline: *baseline, MemoryRuns: *memRuns, Burst: *burst, LoadWorkers: *loadWorkers,
+		Baseline: *baseline, MemoryRuns: *memRuns, Burst: *burst, LoadWorkers: *loadWorkers, Backlog: *backlog,
+	}
+	if *backlog < 0 {
+		return fs.usageError(env, "--backlog must be 0 (none) or more")
 	}
 	if *burst <= 0 {
 		opts.Burst = -1

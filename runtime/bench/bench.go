@@ -97,6 +97,10 @@ type Options struct {
 	// (default 1,000; negative: no open-loop loads). Paced loads follow
 	// each burst at the Paced shares of its throughput.
 	Burst int
+	// Backlog, when positive, adds to each load shape's loads a backlog
+	// of that many runs (Session.Backlog): submitted while no worker runs,
+	// then served by LoadWorkers workers started after.
+	Backlog int
 	// LoadShapes are the shapes driven by the burst and the paced loads
 	// (default LoadShapes).
 	LoadShapes []string
@@ -505,6 +509,19 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 					p.Name = fmt.Sprintf("%s/%dw/paced-%.0f%%", shape, opts.LoadWorkers, share*100) + suffix(s)
 					rep.Loads = append(rep.Loads, *p)
 				}
+			}
+		}
+	}
+	if opts.Backlog > 0 && len(opts.PacedPerMaster) == 0 {
+		for _, shape := range opts.LoadShapes {
+			for _, s := range sessions {
+				opts.Progress(fmt.Sprintf("%s: a backlog of %d runs submitted with no worker running, then %d worker(s)", shape, opts.Backlog, opts.LoadWorkers))
+				l, err := s.Backlog(ctx, shape, opts.LoadWorkers, opts.Backlog)
+				if err != nil {
+					return nil, err
+				}
+				l.Name += suffix(s)
+				rep.Loads = append(rep.Loads, *l)
 			}
 		}
 	}

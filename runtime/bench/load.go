@@ -26,7 +26,7 @@ type Load struct {
 	Name    string `json:"name"` // shape/Nw/burst or shape/Nw/paced-NN%
 	Shape   string `json:"shape"`
 	Workers int    `json:"workers"`
-	Kind    string `json:"kind"` // "burst" or "paced"
+	Kind    string `json:"kind"` // "burst", "paced" or "backlog"
 	Runs    int    `json:"runs"`
 	// Rate is the paced load's offered arrivals per second; Share the
 	// share of the burst's throughput (the measured capacity) it is.
@@ -61,7 +61,22 @@ func (b *Session) Burst(ctx context.Context, shape string, workers, runs int) (*
 	if runs < 1 {
 		return nil, fmt.Errorf("bench: a burst needs at least one run (got %d)", runs)
 	}
-	return b.openLoop(ctx, shape, workers, runs, 0)
+	return b.load(ctx, shape, workers, runs, 0, false)
+}
+
+// Backlog submits runs runs of a shape while no worker runs — an outage,
+// or a deployment whose workers were stopped — and then starts workers
+// workers, and measures from their start until the last run completed.
+// The workers of the warm-up stop first, as a worker that goes away does,
+// leaving the credits they granted (take.lua): a start that spends one
+// skips admission. So it shows whether the runs end in the order they
+// start when work piled up, the run latency (Load.StartedP50ms, …) being
+// the figure that counts; the queue wait includes the outage.
+func (b *Session) Backlog(ctx context.Context, shape string, workers, runs int) (*Load, error) {
+	if runs < 1 {
+		return nil, fmt.Errorf("bench: a backlog needs at least one run (got %d)", runs)
+	}
+	return b.load(ctx, shape, workers, runs, 0, true)
 }
 
 // Paced submits runs of a shape at rate runs per second for dur (0: the
@@ -76,12 +91,13 @@ func (b *Session) Paced(ctx context.Context, shape string, workers int, rate flo
 		dur = b.opts.Duration
 	}
 	runs := max(1, int(rate*dur.Seconds()))
-	return b.openLoop(ctx, shape, workers, runs, time.Duration(float64(time.Second)/rate))
+	return b.load(ctx, shape, workers, runs, time.Duration(float64(time.Second)/rate), false)
 }
 
-// openLoop submits runs runs, the i-th at start + i*gap (a gap of 0: all at
-// once), and waits for every one to complete.
-func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int, gap time.Duration) (*Load, error) {
+// load submits runs runs, the i-th at start + i*gap (a gap of 0: all at
+// once), and waits for every one to complete. With backlog the workers
+// are stopped while the runs are submitted and started after (gap 0).
+func (b *Session) load(ctx context.Context, shape string, workers, runs int, gap time.Duration, backlog bool) (*Load, error) {
 	if workers < 1 {
 		return nil, fmt.Errorf("bench: a load needs at least one worker (got %d)", workers)
 	}
@@ -98,7 +114,8 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, runs+8)}
 	reg := handlers.NewRegistry(handlers.Options{})
 	rec.wrap(reg, timed...)
-	defer b.startWorkers(ctx, reg, workers)()
+	stop := b.startWorkers(ctx, reg, workers)
+	defer func() { stop() }()
 
 	// Warm up the workers and the graph cache with a few runs, not measured.
 	var warm []string
@@ -115,6 +132,11 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 	rec.execs.Store(0)
 	for len(rec.done) > 0 {
 		<-rec.done
+	}
+
+	if backlog {
+		stop()
+		stop = func() {}
 	}
 
 	info0, cpu0 := redisInfo(ctx, b.rdb), processCPU()
@@ -166,6 +188,11 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 		return nil, subErr
 	}
 	submitSecs := time.Since(start).Seconds()
+	if backlog {
+		// The backlog is measured from the workers' start.
+		start = time.Now()
+		stop = b.startWorkers(ctx, reg, workers)
+	}
 	// Redis CPU and round trips are taken when every run's last node ran,
 	// before the reads of the runs' states below (not the workload's).
 	wctx2, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -223,6 +250,9 @@ func (b *Session) openLoop(ctx context.Context, shape string, workers, runs int,
 		GoCPUus:    div(cpu1-cpu0, float64(nExecs)) * 1e6,
 	}
 	l.Name = fmt.Sprintf("%s/%dw/burst%d", shape, workers, runs)
+	if backlog {
+		l.Kind, l.Name = "backlog", fmt.Sprintf("%s/%dw/backlog%d", shape, workers, runs)
+	}
 	if gap > 0 {
 		l.Kind, l.Rate = "paced", float64(time.Second)/float64(gap)
 		l.Name = fmt.Sprintf("%s/%dw/paced%.0f", shape, workers, l.Rate)

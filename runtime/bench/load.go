@@ -23,7 +23,7 @@ import (
 // scenarios keep a fixed number of runs in flight and cannot show a burst
 // whose runs all finish at its end.
 type Load struct {
-	Name    string `json:"name"` // shape/Nw/burst or shape/Nw/paced-NN%
+	Name    string `json:"name"` // shape/Nw/burstN, shape/Nw/paced-NN% or shape/Nw/backlogN
 	Shape   string `json:"shape"`
 	Workers int    `json:"workers"`
 	Kind    string `json:"kind"` // "burst", "paced" or "backlog"

@@ -440,6 +440,30 @@ func TestTakeGrantsCredits(t *testing.T) {
 	})
 }
 
+// TestTakeRefusesBadGrant: a grant that is not a whole number of credits
+// (0 or more) is a bad call, refused before any write: a fraction would
+// be left in the admission hash, where a start's HINCRBY fails on it.
+func TestTakeRefusesBadGrant(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		e := openEngine(t, b, Options{})
+		ctx := context.Background()
+		q := "bad"
+		if err := e.st.ensureGroup(ctx, e.st.ks.stream(0, q)); err != nil {
+			t.Fatal(err)
+		}
+		for _, grant := range []any{"x", -1, "1.5", ""} {
+			args := []any{Group, "test", 4, grant, 1000, q}
+			err := e.st.scripts["take"].Run(ctx, e.st.rdb, e.st.ks.takeKeys(0, []string{q}), args...).Err()
+			if err == nil || !strings.Contains(err.Error(), "bad take call") {
+				t.Errorf("grant %q: %v, want a bad take call", grant, err)
+			}
+		}
+		if n, err := e.st.rdb.Exists(ctx, e.st.ks.admit(0)).Result(); err != nil || n != 0 {
+			t.Errorf("a refused take wrote the admission hash (%d, %v)", n, err)
+		}
+	})
+}
+
 // TestEntryLook: a completion's piggyback looks at the credits (and the
 // entry streams, unless the last look found credits for every queue) at
 // most every entryLookEvery; the read loop blocks without a take only on

@@ -5,8 +5,8 @@
 -- KEYS: 1 the shard's admission hash (queue -> credits; aged|<queue> -> when
 --       an aged entry token was last moved), then for each
 --       queue i: 2i its stream, 2i+1 its entry stream.
--- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 grant (the
---       credits to grant, runtime.maxCredits at most: the worker blocks
+-- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 grant (how many
+--       credits to grant, a whole number, runtime.maxCredits at most: the worker blocks
 --       next if this reads nothing; '0': it would not block), 5 age (ms an entry
 --       token may wait before it is admitted whatever the continuations),
 --       then for each queue i: 5+i its name.
@@ -32,7 +32,7 @@
 local group, consumer = ARGV[1], ARGV[2]
 local n, grant, age = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local nq = (#KEYS - 1) / 2
-if not n or n < 1 or not grant or grant < 0 or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 5 + nq then
+if not n or n < 1 or not grant or grant < 0 or grant % 1 ~= 0 or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 5 + nq then
   return redis.error_reply('ERR wfc: bad take call')
 end
 local ADMIT = KEYS[1]

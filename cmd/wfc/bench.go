@@ -312,18 +312,16 @@ func writeClusters(out io.Writer, rep *bench.Report) {
 	tw.Flush()
 }
 
-func cpuCell(us float64) string {
-	if us == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", us)
-}
+// cpuCell and countCell show a CPU time (µs) or a count per execution,
+// or "-" when it was not measured (0: the embedded server gives no CPU
+// and no INFO commandstats).
+func cpuCell(us float64) string { return measuredCell(us, "%.1f") }
 
-// countCell shows a count per execution, or "-" when the server gave
-// none (no INFO commandstats: the embedded server).
-func countCell(n float64) string {
-	if n == 0 {
+func countCell(n float64) string { return measuredCell(n, "%.2f") }
+
+func measuredCell(v float64, format string) string {
+	if v == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f", n)
+	return fmt.Sprintf(format, v)
 }

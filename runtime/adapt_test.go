@@ -153,6 +153,11 @@ func TestLimiter(t *testing.T) {
 		{name: "cpu-bound settles at the knee", floor: 4, start: 32, ceil: 256, m: model{base: 10 * time.Millisecond, rate: 2000}, lo: 12, hi: 32},
 		{name: "cpu-bound from below", floor: 4, start: 4, ceil: 256, m: model{base: 10 * time.Millisecond, rate: 2000}, lo: 12, hi: 32},
 		{name: "knee under the floor", floor: 8, start: 32, ceil: 256, m: model{base: 10 * time.Millisecond, rate: 200}, lo: 8, hi: 10},
+		// The admission target (admissionFloor): from half the slots, up
+		// to them for work that waits, held at the floor for work that
+		// saturates below it.
+		{name: "admission: io-bound grows to the slots", floor: 128, start: 128, ceil: 256, m: model{base: 50 * time.Millisecond}, lo: 200, hi: 256},
+		{name: "admission: cpu-bound holds at the floor", floor: 128, start: 128, ceil: 256, m: model{base: 10 * time.Millisecond, rate: 2000}, lo: 128, hi: 200},
 		{name: "knee over the ceiling", floor: 4, start: 16, ceil: 40, m: model{base: 10 * time.Millisecond, rate: 20000}, lo: 32, hi: 40},
 		{name: "noisy cpu-bound", floor: 4, start: 32, ceil: 256, m: model{base: 10 * time.Millisecond, rate: 2000, noise: 0.03}, lo: 8, hi: 48},
 		// A quarter of the slots busy: the queues ran dry, the limit
@@ -429,4 +434,17 @@ func (g *gauge) restart() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.most = g.running
+}
+
+// TestAdmissionFloor: the admission target starts at half the slots, at
+// least the adaptive start and at most the slots.
+func TestAdmissionFloor(t *testing.T) {
+	start := adaptiveStart(DefaultMaxConcurrency)
+	for _, c := range []struct{ slots, want int }{
+		{1, 1}, {8, 8}, {start, start}, {2 * start, start}, {256, max(start, 128)}, {1000, 500},
+	} {
+		if got := admissionFloor(c.slots); got != c.want {
+			t.Errorf("admissionFloor(%d) = %d, want %d", c.slots, got, c.want)
+		}
+	}
 }

@@ -456,7 +456,8 @@ func (r *Remote) read(ctx context.Context, shard int, queues []string, consumer 
 		}
 		// The work of runs in flight first, then new runs (take.lua, as a
 		// worker reads); block only when that finds nothing.
-		res, err := r.w.take(ctx, r.w.st.rdb, shard, keys, queues, consumer, 1, args.Block >= 0)
+		// A remote handler's executions are not the worker's: no target.
+		res, _, err := r.w.take(ctx, r.w.st.rdb, shard, keys, queues, consumer, 1, 1, args.Block >= 0)
 		if err == nil && len(res) == 0 && args.Block >= 0 {
 			res, err = r.w.st.rdb.XReadGroup(ctx, args).Result()
 		}

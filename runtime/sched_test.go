@@ -76,7 +76,7 @@ func admitEntries(t testing.TB, e *Engine, shard int, q string) []redis.XMessage
 		t.Fatal(err)
 	}
 	w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Second}}
-	res, err := w.take(context.Background(), e.st.rdb, shard, e.st.ks.takeKeys(shard, []string{q}), []string{q}, "test", 1000, false)
+	res, _, err := w.take(context.Background(), e.st.rdb, shard, e.st.ks.takeKeys(shard, []string{q}), []string{q}, "test", 1000, 1000, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,17 +302,18 @@ func TestSchedManyWorkers(t *testing.T) {
 // TestTakeReply: take.lua's reply converts to XREADGROUP's result, and a
 // reply of another shape is an error, not a panic.
 func TestTakeReply(t *testing.T) {
-	res, err := takeReply([]any{[]any{"s", []any{[]any{"1-0", []any{"t", "x", "e", "0-1"}}}}})
-	if err != nil || len(res) != 1 || res[0].Stream != "s" || len(res[0].Messages) != 1 ||
+	res, held, err := takeReply([]any{[]any{[]any{"s", []any{[]any{"1-0", []any{"t", "x", "e", "0-1"}}}}}, int64(1)})
+	if err != nil || !held || len(res) != 1 || res[0].Stream != "s" || len(res[0].Messages) != 1 ||
 		res[0].Messages[0].ID != "1-0" || res[0].Messages[0].Values["t"] != "x" || res[0].Messages[0].Values["e"] != "0-1" {
 		t.Fatalf("%v %v", res, err)
 	}
-	for _, bad := range []any{"x", []any{"s"}, []any{[]any{"s", "m"}}, []any{[]any{"s", []any{"m"}}}} {
-		if _, err := takeReply(bad); err == nil || !strings.Contains(err.Error(), "take replied") {
+	for _, bad := range []any{"x", []any{"s"}, []any{[]any{"s"}, int64(0)}, []any{[]any{[]any{"s", "m"}}, int64(0)},
+		[]any{[]any{[]any{"s", []any{"m"}}}, int64(0)}, []any{[]any{}, "1"}, []any{[]any{}}} {
+		if _, _, err := takeReply(bad); err == nil || !strings.Contains(err.Error(), "take replied") {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
-	if res, err := takeReply([]any{}); err != nil || len(res) != 0 {
+	if res, held, err := takeReply([]any{[]any{}, int64(0)}); err != nil || held || len(res) != 0 {
 		t.Errorf("empty: %v %v", res, err)
 	}
 }
@@ -421,7 +422,7 @@ func TestTakeGrantsCredits(t *testing.T) {
 				}
 			}
 			w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Second}}
-			res, err := w.take(ctx, e.st.rdb, 0, e.st.ks.takeKeys(0, []string{q}), []string{q}, "test", c.n, c.idle)
+			res, _, err := w.take(ctx, e.st.rdb, 0, e.st.ks.takeKeys(0, []string{q}), []string{q}, "test", c.n, c.n, c.idle)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -442,7 +443,8 @@ func TestTakeGrantsCredits(t *testing.T) {
 
 // TestTakeRefusesBadGrant: a grant that is not a whole number of credits
 // (0 or more) is a bad call, refused before any write: a fraction would
-// be left in the admission hash, where a start's HINCRBY fails on it.
+// be left in the admission hash, where a start's HINCRBY fails on it. So
+// is such an admit.
 func TestTakeRefusesBadGrant(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		e := openEngine(t, b, Options{})
@@ -451,15 +453,76 @@ func TestTakeRefusesBadGrant(t *testing.T) {
 		if err := e.st.ensureGroup(ctx, e.st.ks.stream(0, q)); err != nil {
 			t.Fatal(err)
 		}
-		for _, grant := range []any{"x", -1, "1.5", ""} {
-			args := []any{Group, "test", 4, grant, 1000, q}
-			err := e.st.scripts["take"].Run(ctx, e.st.rdb, e.st.ks.takeKeys(0, []string{q}), args...).Err()
-			if err == nil || !strings.Contains(err.Error(), "bad take call") {
-				t.Errorf("grant %q: %v, want a bad take call", grant, err)
+		for _, bad := range []any{"x", -1, "1.5", ""} {
+			for i, args := range [][]any{{Group, "test", 4, 4, bad, 1000, q}, {Group, "test", 4, bad, 4, 1000, q}} {
+				err := e.st.scripts["take"].Run(ctx, e.st.rdb, e.st.ks.takeKeys(0, []string{q}), args...).Err()
+				if err == nil || !strings.Contains(err.Error(), "bad take call") {
+					t.Errorf("%s %q: %v, want a bad take call", []string{"grant", "admit"}[i], bad, err)
+				}
 			}
 		}
 		if n, err := e.st.rdb.Exists(ctx, e.st.ks.admit(0)).Result(); err != nil || n != 0 {
 			t.Errorf("a refused take wrote the admission hash (%d, %v)", n, err)
+		}
+	})
+}
+
+// TestTakeAdmitsUpToAdmit: a take admits at most admit new runs' entry
+// tokens however many slots it reads for, says when it held some back,
+// and then grants no credits (a start that spent one would go ahead of
+// the runs waiting); with fewer waiting than admit it admits them all.
+func TestTakeAdmitsUpToAdmit(t *testing.T) {
+	cases := []struct {
+		name            string
+		waiting, n      int
+		admit           int
+		read            int
+		held            bool
+		credits, remain int
+	}{
+		{"held back", 10, 8, 3, 3, true, 0, 7},
+		{"none admitted", 10, 8, 0, 0, true, 0, 10},
+		{"the slots bound", 10, 8, 8, 8, false, 0, 2},
+		{"fewer wait", 2, 8, 3, 2, false, 3, 0},
+		{"none wait", 0, 8, 0, 0, false, 0, 0},
+	}
+	forBackends(t, func(t *testing.T, b backend) {
+		e := openEngine(t, b, Options{Queues: sameQueue})
+		ctx := context.Background()
+		wf := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord")}})
+		keys := e.st.ks.takeKeys(0, []string{"work"})
+		if err := e.st.ensureGroup(ctx, keys[1]); err != nil {
+			t.Fatal(err)
+		}
+		w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Hour}}
+		for _, c := range cases {
+			for _, k := range keys {
+				if err := e.st.rdb.Del(ctx, k).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.st.ensureGroup(ctx, keys[1]); err != nil {
+				t.Fatal(err)
+			}
+			for range c.waiting {
+				if _, err := e.Submit(ctx, wf, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, held, err := w.take(ctx, e.st.rdb, 0, keys, []string{"work"}, "test", c.n, c.admit, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := 0
+			for _, s := range res {
+				read += len(s.Messages)
+			}
+			credits, _ := e.st.rdb.HGet(ctx, keys[0], "work").Int()
+			remain := waitingEntries(t, e)
+			if read != c.read || held != c.held || credits != c.credits || remain != int64(c.remain) {
+				t.Errorf("%s: read %d, held %v, credits %d, %d wait; want %d, %v, %d, %d",
+					c.name, read, held, credits, remain, c.read, c.held, c.credits, c.remain)
+			}
 		}
 	})
 }
@@ -566,7 +629,7 @@ func TestBurstBypassBounded(t *testing.T) {
 		}
 		// The grant of an idle worker with 256 free slots that read nothing.
 		w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Second}}
-		if _, err := w.take(ctx, e.st.rdb, 0, e.st.ks.takeKeys(0, []string{"work"}), []string{"work"}, "test", 256, true); err != nil {
+		if _, _, err := w.take(ctx, e.st.rdb, 0, e.st.ks.takeKeys(0, []string{"work"}), []string{"work"}, "test", 256, 256, true); err != nil {
 			t.Fatal(err)
 		}
 		if c, _ := e.st.rdb.HGet(ctx, e.st.ks.admit(0), "work").Int(); c != maxCredits {
@@ -586,6 +649,79 @@ func TestBurstBypassBounded(t *testing.T) {
 		if straight != maxCredits || waitingEntries(t, e) != burst-maxCredits {
 			t.Errorf("%d of %d new runs went straight to the stream, %d wait; want %d and %d",
 				straight, burst, waitingEntries(t, e), maxCredits, burst-maxCredits)
+		}
+	})
+}
+
+// TestAdmissionTarget: a worker with many slots serving a backlog admits
+// new runs only while its executions running are fewer than its admission
+// target (admissionFloor of its slots, where it stays when admitting more
+// buys no throughput), not as many as it has free slots (then 200 runs
+// were in progress at once here); the work of runs in progress may use
+// the other slots (each run here fans out to four tasks at once); every
+// run completes.
+func TestAdmissionTarget(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		var mu, cpu sync.Mutex
+		running, most := map[string]bool{}, 0 // runs started and not ended
+		execs, mostExecs := 0, 0
+		v.reg.RegisterFunc("ord", func(ctx context.Context, req handlers.Request) (json.RawMessage, error) {
+			mu.Lock()
+			execs++
+			mostExecs = max(mostExecs, execs)
+			running[req.RunID] = true
+			most = max(most, len(running))
+			mu.Unlock()
+			// One at a time, as on a saturated CPU: more executions at
+			// once buy no throughput.
+			cpu.Lock()
+			time.Sleep(100 * time.Microsecond)
+			cpu.Unlock()
+			mu.Lock()
+			execs--
+			if req.Node == "z" {
+				delete(running, req.RunID)
+			}
+			mu.Unlock()
+			return json.RawMessage(`{}`), nil
+		})
+		const slots, backlog = 200, 300
+		target := admissionFloor(slots)
+		wf := build(t, wfSpec{nodes: []*nodeSpec{
+			task("a", "ord"), task("b1", "ord", after("a")), task("b2", "ord", after("a")),
+			task("b3", "ord", after("a")), task("b4", "ord", after("a")),
+			task("z", "ord", after("b1", "b2", "b3", "b4")),
+		}})
+		var ids []string
+		for range backlog {
+			ids = append(ids, v.submit(wf, nil))
+		}
+		o := fastWorker(v.reg)
+		o.Concurrency = slots
+		w := v.e.NewWorker(o)
+		// The target held at its floor: here the gate is tested, not
+		// how the limiter moves it (adapt_test.go).
+		w.admission = newLimiter(target, target, target)
+		ctx, stop := context.WithCancel(v.ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); w.Run(ctx) }()
+		defer func() { stop(); <-done }()
+		for _, id := range ids {
+			if st := v.wait(id); st.State != RunCompleted {
+				t.Fatalf("run %s: %s %s", id, st.State, st.Error)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("runs in progress at most %d, executions %d (target %d, slots %d)", most, mostExecs, target, slots)
+		// A run between two executions (its token on the way to the next)
+		// is not running: a few more may be in progress than the target.
+		if most > target+target/4 {
+			t.Errorf("%d runs were in progress at once, want about the admission target %d (slots %d)", most, target, slots)
+		}
+		if mostExecs <= target/2 {
+			t.Errorf("at most %d executions ran at once: the admission target %d was not used", mostExecs, target)
 		}
 	})
 }

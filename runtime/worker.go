@@ -70,7 +70,11 @@ type WorkerOptions struct {
 	// starts at 16 per CPU (16 to 64) and moves, between one per CPU
 	// (at least 4) and MaxConcurrency, to the smallest limit that gets
 	// the most throughput, and up while neither the CPU nor Redis is
-	// saturated (saturation.go); Stats().Limit reports it.
+	// saturated (saturation.go); Stats().Limit reports it. Either way,
+	// new runs are admitted only while fewer executions run than the
+	// worker's admission target, which starts at half the slots (at
+	// least 16 per CPU) and rises to all of them while that buys
+	// throughput (adapt.go; docs/runtime.md, "Scheduling").
 	Concurrency int
 	// MaxConcurrency is the ceiling of an adaptive concurrency (default
 	// DefaultMaxConcurrency, 256); ignored with a Concurrency.
@@ -232,18 +236,27 @@ type Worker struct {
 	log  *slog.Logger
 	host string // host-pid, for the registry record
 
-	sem      *slots
-	adapt    *limiter // nil: a fixed Concurrency
-	sat      satGauge // an adaptive worker's saturation sample (saturation.go)
-	autoBat  bool     // Batch follows the adaptive limit
-	spawned  int      // handler goroutines started (spawnMu)
-	spawnMu  sync.Mutex
-	batch    *batcher     // completions (advance.lua) in pipelines
-	work     chan *flight // dispatched messages, for the handler goroutines
-	hctx     context.Context
-	stopping atomic.Bool
-	fresh    freshness
-	act      []activity // by shard
+	sem   *slots
+	adapt *limiter // nil: a fixed Concurrency
+	// admission sets the admission target: how many executions may run
+	// before the worker stops admitting new runs (admit). running counts
+	// the executions dispatched and not yet ended.
+	admission *limiter
+	running   atomic.Int64
+	// admitting: the admissions that takes under way may make (admit),
+	// counted until what they read is dispatched, so that takes at once
+	// (the read loop's, the completions' pipelines) share the target.
+	admitting atomic.Int64
+	sat       satGauge // an adaptive worker's saturation sample (saturation.go)
+	autoBat   bool     // Batch follows the adaptive limit
+	spawned   int      // handler goroutines started (spawnMu)
+	spawnMu   sync.Mutex
+	batch     *batcher     // completions (advance.lua) in pipelines
+	work      chan *flight // dispatched messages, for the handler goroutines
+	hctx      context.Context
+	stopping  atomic.Bool
+	fresh     freshness
+	act       []activity // by shard
 	// readStreams, by shard: XREADGROUP's STREAMS arguments (the worker's
 	// queue streams, then as many ">"); takeKeys, by shard: take.lua's
 	// KEYS for the worker's queues.
@@ -335,6 +348,8 @@ func (e *Engine) NewWorker(opts WorkerOptions) *Worker {
 		log: log.With("consumer", opts.Consumer), host: fmt.Sprintf("%s-%d", host, os.Getpid()),
 		sem: newSlots(limit), adapt: adapt, autoBat: autoBatch,
 	}
+	at := admissionFloor(opts.maxSlots())
+	w.admission = newLimiter(at, at, opts.maxSlots())
 	if adapt != nil {
 		adapt.sat = w.sat.saturated
 	}
@@ -534,6 +549,15 @@ func (w *Worker) adapted(hctx context.Context, began time.Time) {
 		"room", c.Room, "saturated", w.sat.reason())
 }
 
+// admitted feeds the admission limiter with an execution that began at
+// began.
+func (w *Worker) admitted(began time.Time) {
+	if c, ok := w.admission.end(began, time.Now()); ok {
+		w.log.Debug("wfc worker: admission target", "target", c.Limit, "from", c.From,
+			"rate", int(c.Rate), "latency", c.Latency, "busy", float64(int(c.Busy*100))/100)
+	}
+}
+
 // readLoop reads the shard's queues with XREADGROUP, taking only as many
 // messages as it has free slots, and claims stale messages every
 // ClaimInterval.
@@ -548,7 +572,28 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 	// waiting: the last read filled every slot it had, so more messages
 	// are probably waiting and the next read need not block.
 	waiting := false
+	// held: the last take held new runs back (the admission target).
+	held := false
 	for ctx.Err() == nil {
+		if held {
+			// Leave the reading to completions for a while, holding no
+			// slot: each reads the work of runs in flight first and
+			// admits new runs as executions end (queueTake), with the
+			// free slots. A read loop that read too, holding them, would
+			// take a continuation at a time from under them, a round
+			// trip each (measured: a third of the throughput of a
+			// backlog). heldBlock bounds the wait: not every completion
+			// reads.
+			held = false
+			deferTimer.Reset(heldBlock)
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.act[shard].idle:
+				deferTimer.Stop()
+			case <-deferTimer.C:
+			}
+		}
 		n := w.acquire(ctx, w.opts.Batch)
 		if n == 0 {
 			return
@@ -589,19 +634,28 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		// blocks at once.
 		var res []redis.XStream
 		var err error
+		a := 0 // the take's admissions (admit), given back once dispatched
 		if !waiting && w.act[shard].active.Load() == 0 && w.looks[shard].blockAtOnce(n) {
 			w.blockedAtOnce.Add(1)
 		} else {
-			res, err = w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, !waiting)
+			a = w.admit(n, 0)
+			res, held, err = w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, a, !waiting)
+		}
+		if held {
+			// New runs wait that the admission target held back: the
+			// piggybacks read with take.lua, which admits them as
+			// executions end.
+			w.entryWaiting[shard].Store(true)
 		}
 		if err == nil && len(res) == 0 {
 			err = redis.Nil
-			if !waiting {
+			if !waiting && !held {
 				res, err = w.st.blk.XReadGroup(ctx, w.readArgs(args, n, w.opts.Block)).Result()
 			}
 		}
 		waiting = false
 		if err != nil {
+			w.admitDone(a)
 			w.releaseSlots(n)
 			if err == redis.Nil || ctx.Err() != nil || isTimeout(err) {
 				continue
@@ -619,6 +673,7 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		}
 		backoff.reset()
 		got := w.dispatchRead(hctx, shard, res, n)
+		w.admitDone(a)
 		w.releaseSlots(n - min(got, n))
 		waiting = got >= n
 	}
@@ -626,24 +681,26 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 
 // take reads up to n messages of the shard's queues (each queue's COUNT;
 // keys: keyspace.takeKeys of queues) with take.lua: the queues' streams
-// first, then the entry tokens of new runs, which it admits when those are
-// drained or have waited AdmitAge. idle: the caller blocks next if
-// nothing is read (take then grants credits).
-func (w *Worker) take(ctx context.Context, c redis.Scripter, shard int, keys, queues []string, consumer string, n int, idle bool) ([]redis.XStream, error) {
-	v, err := w.st.scripts["take"].Run(ctx, c, keys, w.takeArgs(queues, consumer, n, idle)...).Result()
+// first, then the entry tokens of new runs, up to admit of them, which it
+// admits when those are drained or have waited AdmitAge. idle: the caller
+// blocks next if nothing is read (take then grants credits). held: new
+// runs wait that admit held back.
+func (w *Worker) take(ctx context.Context, c redis.Scripter, shard int, keys, queues []string, consumer string, n, admit int, idle bool) (res []redis.XStream, held bool, err error) {
+	v, err := w.st.scripts["take"].Run(ctx, c, keys, w.takeArgs(queues, consumer, n, admit, idle)...).Result()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return takeReply(v)
 }
 
-func (w *Worker) takeArgs(queues []string, consumer string, n int, idle bool) []any {
+func (w *Worker) takeArgs(queues []string, consumer string, n, admit int, idle bool) []any {
+	admit = max(0, min(n, admit))
 	grant := 0
 	if idle {
-		grant = min(n, maxCredits)
+		grant = min(admit, maxCredits)
 	}
-	args := make([]any, 0, 5+len(queues))
-	args = append(args, Group, consumer, n, grant, w.opts.AdmitAge.Milliseconds())
+	args := make([]any, 0, 6+len(queues))
+	args = append(args, Group, consumer, n, admit, grant, w.opts.AdmitAge.Milliseconds())
 	for _, q := range queues {
 		args = append(args, q)
 	}
@@ -662,11 +719,43 @@ func (w *Worker) takeArgs(queues []string, consumer string, n int, idle bool) []
 // grant stayed for the next burst (docs/runtime.md, "Scheduling").
 const maxCredits = 16
 
-// takeReply converts take.lua's reply, XREADGROUP's shape as a script
-// returns it, to XREADGROUP's result.
-func takeReply(v any) ([]redis.XStream, error) {
+// admit returns how many new runs' entry tokens a take may admit: the
+// admission target less the executions running (those of the reading
+// completions, ending, excepted) and the admissions other takes under
+// way may make. The caller gives them back with admitted once what the
+// take read is dispatched.
+func (w *Worker) admit(n, ending int) int {
+	a := max(0, min(n, w.admission.current()-int(w.running.Load()+w.admitting.Load())+ending))
+	w.admitting.Add(int64(a))
+	return a
+}
+
+// admitDone gives back a take's admissions (admit) once what it read is
+// dispatched (counted as running).
+func (w *Worker) admitDone(a int) { w.admitting.Add(-int64(a)) }
+
+// heldBlock is how long the read loop leaves the reading to completions
+// after a take whose admission target held new runs back (readLoop).
+const heldBlock = 10 * time.Millisecond
+
+// takeReply converts take.lua's reply, {read, held} with the read in
+// XREADGROUP's shape as a script returns it, to XREADGROUP's result and
+// held.
+func takeReply(v any) ([]redis.XStream, bool, error) {
+	res, err := takeRead(v)
+	return res, err == nil && v.([]any)[1] == int64(1), err
+}
+
+func takeRead(v any) ([]redis.XStream, error) {
 	bad := fmt.Errorf("runtime: take replied %T, not a read", v)
-	list, ok := v.([]any)
+	pair, ok := v.([]any)
+	if !ok || len(pair) != 2 {
+		return nil, bad
+	}
+	if _, ok := pair[1].(int64); !ok {
+		return nil, bad
+	}
+	list, ok := pair[0].([]any)
 	if !ok {
 		return nil, bad
 	}
@@ -773,8 +862,11 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 		return got
 	}
 	// Counted as handling, so that a stopping worker waits for these
-	// messages' dispatch before it closes the handlers' channel.
+	// messages' dispatch before it closes the handlers' channel; and as
+	// running (dispatchN counts each again), so that the admission
+	// target counts them from now.
 	w.handling.Add(1)
+	w.running.Add(int64(len(rest)))
 	go func() {
 		defer w.handling.Done()
 		if len(unread) > 0 {
@@ -785,6 +877,7 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 				if w.sem.acquire(hctx, 1) == 0 {
 					// The worker stops: what it has not handed on goes
 					// back to its queue.
+					w.running.Add(-int64(len(rest) - i))
 					for _, r := range rest[i:] {
 						if !r.slot {
 							raw, _ := r.m.Values["t"].(string)
@@ -794,6 +887,7 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 					return
 				}
 			}
+			w.running.Add(-1) // counted again by dispatchN
 			w.dispatchN(hctx, shard, l.q, l.m, 0, pre[l.key])
 		}
 	}()
@@ -810,6 +904,7 @@ type pendingTake struct {
 	credits *redis.SliceCmd
 	k       int // the callers' slots it reads for (reusable)
 	extra   int
+	admit   int // take.lua's admissions (Worker.admit)
 }
 
 // queueTake and takeDone make the worker the batcher's piggyback: a
@@ -834,7 +929,8 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	if w.entryWaiting[shard].Load() {
 		// take.lua, as the read loop reads: the work of runs in flight
 		// first, then the new runs waiting.
-		t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, false)...)
+		t.admit = w.admit(k+t.extra, k)
+		t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, t.admit, false)...)
 	} else {
 		t.xr = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))
 	}
@@ -945,7 +1041,7 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard int) int {
 	} else {
 		var v any
 		if v, err = t.cmd.Result(); err == nil {
-			res, err = takeReply(v)
+			res, _, err = takeReply(v)
 		}
 	}
 	if t.credits != nil {
@@ -988,6 +1084,7 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard int) int {
 		// the visibility timeout.
 		w.log.Warn("wfc worker: reading with a completion", "shard", shard, "err", err)
 	}
+	w.admitDone(t.admit)
 	w.releaseSlots(t.extra - max(0, used-k))
 	return min(used, k)
 }
@@ -1228,6 +1325,7 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 	// moment in which to start a blocking read that would take the next
 	// token from the completion after.
 	w.act[shard%len(w.act)].start()
+	w.running.Add(1)
 	w.handling.Add(1)
 	w.inflight.Store(f.key, f)
 	w.work <- f
@@ -1235,11 +1333,14 @@ func (w *Worker) dispatchN(hctx context.Context, shard int, q string, m redis.XM
 
 func (w *Worker) handle(hctx context.Context, f *flight) {
 	defer w.act[f.shard%len(w.act)].end()
+	defer w.running.Add(-1)
 	defer w.handling.Done()
+	// The execution's latency, completion included, for the limiters
+	// (fed before handling counts it done: a stopping worker waits).
+	began := time.Now()
+	w.admission.begin(began)
+	defer w.admitted(began)
 	if w.adapt != nil {
-		// The execution's latency, completion included, for the limiter
-		// (fed before handling counts it done: a stopping worker waits).
-		began := time.Now()
 		w.adapt.begin(began)
 		defer w.adapted(hctx, began)
 	}

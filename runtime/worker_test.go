@@ -410,7 +410,7 @@ func TestDispatchReadReleasesOnStop(t *testing.T) {
 		if err := w.ensureGroups(v.ctx); err != nil {
 			t.Fatal(err)
 		}
-		res, err := w.take(v.ctx, v.e.st.rdb, 0, w.takeKeys[0], w.opts.Queues, w.opts.Consumer, 2, false)
+		res, _, err := w.take(v.ctx, v.e.st.rdb, 0, w.takeKeys[0], w.opts.Queues, w.opts.Consumer, 2, 2, false)
 		if err != nil || len(res) != 1 || len(res[0].Messages) != 2 {
 			t.Fatalf("read %v, %v", res, err)
 		}

@@ -94,7 +94,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	perMaster := fs.String("paced-per-master", "", "on clusters: instead of the burst, paced loads at these `RATES` (runs/s) per master, rate × masters on each")
 	jsonOut := fs.Bool("json", false, "print the report as JSON")
 	check := fs.Bool("check", false, "exit 1 when a target is missed")
-	verbose := fs.Bool("v", false, "log the workers' moves to standard error (each concurrency limit change, with what was saturated)")
+	verbose := fs.Bool("v", false, "log the workers' moves to standard error (each change of the concurrency limit, with what was saturated, and of the admission target)")
 	args, code, ok := fs.parse(env, args)
 	if !ok {
 		return code

@@ -5,21 +5,25 @@
 -- KEYS: 1 the shard's admission hash (queue -> credits; aged|<queue> -> when
 --       an aged entry token was last moved), then for each
 --       queue i: 2i its stream, 2i+1 its entry stream.
--- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 grant (how many
---       credits to grant, a whole number, runtime.maxCredits at most: the worker blocks
---       next if this reads nothing; '0': it would not block), 5 age (ms an entry
---       token may wait before it is admitted whatever the continuations),
---       then for each queue i: 5+i its name.
--- Reply: what XREADGROUP replies, [[stream, [[id, [field, value, ...]], ...]], ...]
--- (an empty list when nothing was read).
+-- ARGV: 1 group, 2 consumer, 3 n (messages wanted), 4 admit (how many
+--       entry tokens it may admit, 0 to n: the worker's admission target
+--       less its executions running), 5 grant (how many credits to grant,
+--       a whole number, runtime.maxCredits at most: the worker blocks next
+--       if this reads nothing; '0': it would not block), 6 age (ms an
+--       entry token may wait before it is admitted whatever the
+--       continuations), then for each queue i: 6+i its name.
+-- Reply: {read, held}: read is what XREADGROUP replies, [[stream, [[id,
+-- [field, value, ...]], ...]], ...] (an empty list when nothing was read);
+-- held is 1 when entry tokens wait that admit held back (the streams had
+-- room for them), else 0.
 --
 -- Admission (every move is atomic: an entry token is in exactly one of the
 -- two streams, never pending in the entry stream, which has no group):
 -- * when the continuations left fewer than n messages, the oldest entry
---   tokens fill the rest, oldest queue first;
+--   tokens fill the rest, up to admit, oldest queue first;
 -- * starvation: an entry token that waited `age` ms or more is moved to
---   its queue's tail whatever the continuations (at most one per queue
---   every `age` ms), where it is read in its turn;
+--   its queue's tail whatever the continuations and admit (at most one
+--   per queue every `age` ms), where it is read in its turn;
 -- * credits: a worker about to block if it reads nothing (idle) that
 --   reads fewer than n (its streams are drained, nothing waits) grants
 --   its queues credits (a few: runtime.maxCredits, worker.go, says why);
@@ -30,9 +34,10 @@
 --   while new runs wait. So a worker that was idle and got busy leaves
 --   at most its grant per queue, which as many new runs spend.
 local group, consumer = ARGV[1], ARGV[2]
-local n, grant, age = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local n, admit, grant, age = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local nq = (#KEYS - 1) / 2
-if not n or n < 1 or not grant or grant < 0 or grant % 1 ~= 0 or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 5 + nq then
+if not n or n < 1 or not admit or admit < 0 or admit % 1 ~= 0 or not grant or grant < 0 or grant % 1 ~= 0
+  or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 6 + nq then
   return redis.error_reply('ERR wfc: bad take call')
 end
 local ADMIT = KEYS[1]
@@ -74,7 +79,9 @@ local function move(i, k)
   return #es
 end
 
-local budget = n - got
+local room = n - got
+local budget = math.min(room, admit)
+local held = 0
 if budget > 0 then
   -- Every stream gave fewer than n (COUNT bounds each), so each is
   -- drained: what is moved now is all that is left to read there.
@@ -89,16 +96,22 @@ if budget > 0 then
     end
   end
   if most > 0 then read(most, moved) end
+  if budget == 0 and room > admit then
+    for i = 1, nq do
+      if redis.call('XLEN', KEYS[2 * i + 1]) > 0 then held = 1 break end
+    end
+  end
 else
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   for i = 1, nq do
     local h = redis.call('XRANGE', KEYS[2 * i + 1], '-', '+', 'COUNT', 1)[1]
+    if h and room > 0 then held = 1 end
     if h and now - tonumber(string.match(h[1], '^%d+')) >= age then
       -- One such move per queue every `age` ms (field aged|<queue>): a
       -- move at every full read would admit new runs faster than runs end
       -- under a long burst, and every run would slow down again.
-      local f = 'aged|' .. ARGV[5 + i]
+      local f = 'aged|' .. ARGV[6 + i]
       if now - tonumber(redis.call('HGET', ADMIT, f) or '0') >= age then
         move(i, 1)
         redis.call('HSET', ADMIT, f, now)
@@ -111,10 +124,12 @@ end
 -- admit new runs as they come anyway, and the worker, which skips this
 -- script before blocking while enough credits are left (worker.go,
 -- blockAtOnce), need not come back with a read of nothing to top them up.
-if got < n and grant > 0 then
+-- Not while entry tokens wait (held): a start that spent a credit would
+-- go ahead of them.
+if got < n and grant > 0 and held == 0 then
   for i = 1, nq do
-    local c = tonumber(redis.call('HGET', ADMIT, ARGV[5 + i]) or '0')
-    if c < grant then redis.call('HSET', ADMIT, ARGV[5 + i], grant) end
+    local c = tonumber(redis.call('HGET', ADMIT, ARGV[6 + i]) or '0')
+    if c < grant then redis.call('HSET', ADMIT, ARGV[6 + i], grant) end
   end
 end
-return out
+return {out, held}

@@ -715,6 +715,9 @@ func TestAdmissionTarget(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Logf("runs in progress at most %d, executions %d (target %d, slots %d)", most, mostExecs, target, slots)
+		if a := w.Stats().Admission; a != int64(target) {
+			t.Errorf("Stats().Admission = %d, want %d", a, target)
+		}
 		// A run between two executions (its token on the way to the next)
 		// is not running: a few more may be in progress than the target.
 		if most > target+target/4 {

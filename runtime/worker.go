@@ -293,6 +293,9 @@ type WorkerStats struct {
 	Released int64 `json:"released"` // messages given back on stop
 	Reaped   int64 `json:"reaped"`   // dead workers whose consumers it removed
 	Limit    int64 `json:"limit"`    // its concurrency: the current limit of an adaptive one
+	// Admission is its admission target: new runs wait while as many
+	// executions run (docs/runtime.md, "Scheduling").
+	Admission int64 `json:"admission"`
 }
 
 // Stats returns the worker's counters.
@@ -300,7 +303,7 @@ func (w *Worker) Stats() WorkerStats {
 	return WorkerStats{
 		Handled: w.handled.Load(), Applied: w.applied.Load(), Dups: w.dups.Load(), Stale: w.stale.Load(),
 		Inactive: w.inactive.Load(), Claimed: w.claimed.Load(), Released: w.released.Load(), Reaped: w.reaped.Load(),
-		Limit: int64(w.limit()),
+		Limit: int64(w.limit()), Admission: int64(w.admission.current()),
 	}
 }
 

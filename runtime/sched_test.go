@@ -728,3 +728,17 @@ func TestAdmissionTarget(t *testing.T) {
 		}
 	})
 }
+
+// TestIdleReadReservesNoAdmission: a read loop blocked on empty queues
+// holds none of the admission target (admit reserves a take's admissions
+// until what it read is dispatched: a take that read nothing is done).
+func TestIdleReadReservesNoAdmission(t *testing.T) {
+	forBackends(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, Options{Queues: sameQueue})
+		w := v.worker(func(o *WorkerOptions) { o.Concurrency = 64; o.Block = 2 * time.Second })
+		time.Sleep(300 * time.Millisecond) // the read loop took, then blocked
+		if a := w.admitting.Load(); a != 0 {
+			t.Errorf("an idle worker reserves %d admissions", a)
+		}
+	})
+}

@@ -643,6 +643,11 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 		} else {
 			a = w.admit(n, 0)
 			res, held, err = w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, a, !waiting)
+			if len(res) == 0 {
+				// Nothing admitted: not through the blocking read below.
+				w.admitDone(a)
+				a = 0
+			}
 		}
 		if held {
 			// New runs wait that the admission target held back: the

@@ -730,7 +730,7 @@ const maxCredits = 16
 // admit returns how many new runs' entry tokens a take may admit: the
 // admission target less the executions running (those of the reading
 // completions, ending, excepted) and the admissions other takes under
-// way may make. The caller gives them back with admitted once what the
+// way may make. The caller gives them back with admitDone once what the
 // take read is dispatched.
 func (w *Worker) admit(n, ending int) int {
 	a := max(0, min(n, w.admission.current()-int(w.running.Load()+w.admitting.Load())+ending))

@@ -935,9 +935,15 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 		return nil
 	}
 	if w.entryWaiting[shard].Load() {
-		// take.lua, as the read loop reads: the work of runs in flight
-		// first, then the new runs waiting.
 		t.admit = w.admit(k+t.extra, k)
+	}
+	if t.admit > 0 {
+		// take.lua, as the read loop reads: the work of runs in flight
+		// first, then the new runs waiting. Not when the admission
+		// target admits none: the script would only read (measured: a
+		// tenth more Redis CPU per execution while a burst's new runs
+		// waited for the target); the read loop's next take admits an
+		// aged one (AdmitAge).
 		t.cmd = w.st.scripts["take"].EvalSha(ctx, pipe, w.takeKeys[shard], w.takeArgs(w.opts.Queues, w.opts.Consumer, k+t.extra, t.admit, false)...)
 	} else {
 		t.xr = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))

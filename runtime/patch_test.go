@@ -303,7 +303,10 @@ func TestPatchRacesCompletions(t *testing.T) {
 		w := build(t, wfSpec{nodes: []*nodeSpec{task("a", "count"), task("b", "count", after("a")), task("c", "count", after("b"))}})
 		v.worker()
 		applied, refused := 0, 0
-		for i := range 30 {
+		// At least 30 races, and more until one patch applied (on a busy
+		// machine every run of 30 could end before its patch: 1 to 14
+		// applied of 30 is the usual spread).
+		for i := 0; i < 30 || applied == 0 && i < 300; i++ {
 			run := v.submit(w, nil)
 			if i%3 == 1 {
 				time.Sleep(time.Duration(i%7) * time.Millisecond)

@@ -316,7 +316,7 @@ func (s *slots) wake() {
 // admissionFloor is the lowest admission target of a worker with up to
 // ceil slots: half of them, and at least adaptiveStart. Measured on a
 // 5,000-run cel-diamond backlog with 256 slots: a target of 128 kept the
-// throughput of 256 (within 1 %) at 40 % less run latency; 32 or 64 cost
+// throughput without a target (within 2 %) at 40 % less run latency; 32 or 64 cost
 // 20 % or 10 % of the throughput, which a backlog's wait pays for more
 // than the runs' shorter latency saves (docs/performance.md).
 func admissionFloor(ceil int) int {

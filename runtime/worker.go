@@ -750,39 +750,35 @@ const heldBlock = 10 * time.Millisecond
 // XREADGROUP's shape as a script returns it, to XREADGROUP's result and
 // held.
 func takeReply(v any) ([]redis.XStream, bool, error) {
-	res, err := takeRead(v)
-	return res, err == nil && v.([]any)[1] == int64(1), err
-}
-
-func takeRead(v any) ([]redis.XStream, error) {
 	bad := fmt.Errorf("runtime: take replied %T, not a read", v)
 	pair, ok := v.([]any)
 	if !ok || len(pair) != 2 {
-		return nil, bad
+		return nil, false, bad
 	}
-	if _, ok := pair[1].(int64); !ok {
-		return nil, bad
+	held, ok := pair[1].(int64)
+	if !ok {
+		return nil, false, bad
 	}
 	list, ok := pair[0].([]any)
 	if !ok {
-		return nil, bad
+		return nil, false, bad
 	}
 	res := make([]redis.XStream, 0, len(list))
 	for _, x := range list {
 		sl, ok := x.([]any)
 		if !ok || len(sl) != 2 {
-			return nil, bad
+			return nil, false, bad
 		}
 		name, _ := sl[0].(string)
 		ms, ok := sl[1].([]any)
 		if !ok {
-			return nil, bad
+			return nil, false, bad
 		}
 		st := redis.XStream{Stream: name, Messages: make([]redis.XMessage, 0, len(ms))}
 		for _, y := range ms {
 			m, ok := y.([]any)
 			if !ok || len(m) != 2 {
-				return nil, bad
+				return nil, false, bad
 			}
 			id, _ := m[0].(string)
 			fv, _ := m[1].([]any)
@@ -795,7 +791,7 @@ func takeRead(v any) ([]redis.XStream, error) {
 		}
 		res = append(res, st)
 	}
-	return res, nil
+	return res, held == 1, nil
 }
 
 // readArgs are the arguments of an XREADGROUP of up to n new messages of

@@ -205,8 +205,8 @@ type procResult struct {
 }
 
 // procEnv is the environment of the child: no $WFC_REDIS (the run cases
-// use the embedded Redis) and no GOGC (wfc chooses its own for build and
-// check).
+// use the embedded Redis) and no GOGC (wfc chooses its own policy: main.go's
+// setGCTarget).
 func procEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {

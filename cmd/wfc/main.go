@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/wfc-lang/wfc/runtime/heapfloor"
 )
 
 func main() {
@@ -30,16 +32,26 @@ func Main() int {
 	return sigs.exitCode(Run(ctx, env, os.Args[1:]))
 }
 
-// setGCTarget raises the garbage collector's target for build and check:
-// short runs whose heap stays mostly live until they end, where collecting
-// at every doubling of the heap is wasted work (a 10,000-node workflow
-// builds with about a quarter less CPU for about 1.6 times the peak
-// memory; docs/performance.md). Only in the process's own Main, so the
-// long-running commands (run, worker, lsp) keep Go's default; a GOGC
-// setting in the environment wins.
+// setGCTarget sets the garbage collector's policy of the process, unless
+// GOGC is set in the environment (which wins). build and check get a
+// target of 400: short runs whose heap stays mostly live until they end,
+// where collecting at every doubling of the heap is wasted work (a
+// 10,000-node workflow builds with about a quarter less CPU for about 1.6
+// times the peak memory; docs/performance.md). The commands that run
+// workflows (run, worker, serve, bench) keep a heap floor: their live heap
+// is a few megabytes, which Go's default collects many times a second
+// under load, and the heap may grow to 64 MiB before a collection
+// (runtime/heapfloor). lsp and the others keep Go's default. Only in the
+// process's own Main: tests of Run leave the test binary's policy alone.
 func setGCTarget(command, gogc string) {
-	if gogc == "" && (command == "build" || command == "check") {
+	if gogc != "" {
+		return
+	}
+	switch command {
+	case "build", "check":
 		debug.SetGCPercent(400)
+	case "run", "worker", "serve", "bench":
+		heapfloor.Start(heapfloor.Default)
 	}
 }
 

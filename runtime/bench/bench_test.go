@@ -9,8 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wfc-lang/wfc/runtime/heapfloor"
 	"github.com/wfc-lang/wfc/runtime/internal/redistest"
 )
+
+// TestMain gives the benchmarks the garbage collection policy of `wfc
+// bench` (cmd/wfc's setGCTarget), so that both measure the same process.
+func TestMain(m *testing.M) {
+	if os.Getenv("GOGC") == "" {
+		heapfloor.Start(heapfloor.Default)
+	}
+	os.Exit(m.Run())
+}
 
 // server starts a redis-server of the test's own (a failure, not a skip,
 // when CI=true and the binary is missing).

@@ -593,27 +593,78 @@ func div(a, b float64) float64 {
 }
 
 // A recorder collects, per run, when each node's handler started and
-// finished, and counts handler calls.
+// finished, and counts handler calls. A run's times are a slice of
+// integers indexed by execution key (keys), not maps: a scenario records
+// tens of thousands of runs, and the garbage collector scans maps of
+// strings but not slices of integers, so the bench's own bookkeeping does
+// not add to the collections it measures as the runtime's cost.
 type recorder struct {
 	mu    sync.Mutex
 	runs  map[string]*runTimes
+	keys  map[string]int // execution key (node or node#item) -> index
+	names []string       // index -> execution key
 	execs atomic.Int64
 	sink  string
 	done  chan struct{} // a run's sink finished: submit the next
 }
 
+func newRecorder(sink string, done int) *recorder {
+	return &recorder{runs: map[string]*runTimes{}, keys: map[string]int{}, sink: sink, done: make(chan struct{}, done)}
+}
+
 type runTimes struct {
-	start, end map[string]int64 // node -> unix ns
+	// t holds, for the execution key of index k, when its handler started
+	// (t[2k]) and ended (t[2k+1]), unix ns; 0: not recorded.
+	t []int64
 	// submitted is when the run's submission began (unix ns; 0: not
 	// known): its entry tokens are in flight from then on.
 	submitted int64
+}
+
+// key returns the index of an execution key, made if new. The caller
+// holds r.mu.
+func (r *recorder) key(k string) int {
+	i, ok := r.keys[k]
+	if !ok {
+		i = len(r.names)
+		r.keys[k] = i
+		r.names = append(r.names, k)
+	}
+	return i
+}
+
+// set records an execution key's start (if not 0) and end.
+func (rt *runTimes) set(i int, start, end int64) {
+	if n := 2*i + 2; len(rt.t) < n {
+		rt.t = append(rt.t, make([]int64, n-len(rt.t))...)
+	}
+	if start != 0 {
+		rt.t[2*i] = start
+	}
+	rt.t[2*i+1] = end
+}
+
+// start and end return an execution key's times (0: not recorded); i < 0
+// is a key never recorded.
+func (rt *runTimes) start(i int) int64 {
+	if i < 0 || 2*i >= len(rt.t) {
+		return 0
+	}
+	return rt.t[2*i]
+}
+
+func (rt *runTimes) end(i int) int64 {
+	if i < 0 || 2*i+1 >= len(rt.t) {
+		return 0
+	}
+	return rt.t[2*i+1]
 }
 
 // get returns the times of a run, made if new. The caller holds r.mu.
 func (r *recorder) get(run string) *runTimes {
 	rt := r.runs[run]
 	if rt == nil {
-		rt = &runTimes{start: map[string]int64{}, end: map[string]int64{}}
+		rt = &runTimes{}
 		r.runs[run] = rt
 	}
 	return rt
@@ -659,13 +710,38 @@ func (r *recorder) record(req handlers.Request, t0, t1 int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rt := r.get(req.RunID)
-	key := req.Node
 	if req.Item >= 0 {
-		key = req.Node + "#" + strconv.Itoa(req.Item)
-		rt.end[req.Node] = max(rt.end[req.Node], t1)
+		n := r.key(req.Node)
+		rt.set(n, 0, max(rt.end(n), t1))
+		rt.set(r.key(req.Node+"#"+strconv.Itoa(req.Item)), t0, t1)
+		return
 	}
-	rt.start[key] = t0
-	rt.end[key] = t1
+	rt.set(r.key(req.Node), t0, t1)
+}
+
+// index returns the index of an execution key, or -1 when none was
+// recorded. The caller holds r.mu.
+func (r *recorder) index(k string) int {
+	if i, ok := r.keys[k]; ok {
+		return i
+	}
+	return -1
+}
+
+// predIndexes returns, by key index, the indexes of the keys of its
+// node's predecessors (an item's are its node's). The caller holds r.mu.
+func (r *recorder) predIndexes(w *ir.Workflow) [][]int {
+	preds := map[string][]string{}
+	for _, e := range w.Edges {
+		preds[e.To] = append(preds[e.To], e.From)
+	}
+	out := make([][]int, len(r.names))
+	for i, k := range r.names {
+		for _, p := range preds[node(k)] {
+			out[i] = append(out[i], r.index(p))
+		}
+	}
+	return out
 }
 
 // node is the node of an execution's key (node or node#item).
@@ -679,18 +755,19 @@ func node(key string) string {
 // hops returns, for every node with predecessors, the time from the last
 // predecessor's handler finishing to its own handler starting.
 func (r *recorder) hops(w *ir.Workflow) []float64 {
-	preds := map[string][]string{}
-	for _, e := range w.Edges {
-		preds[e.To] = append(preds[e.To], e.From)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	preds := r.predIndexes(w)
 	var out []float64
 	for _, rt := range r.runs {
-		for key, start := range rt.start {
+		for i := range len(rt.t) / 2 {
+			start := rt.start(i)
+			if start == 0 {
+				continue
+			}
 			var last int64
-			for _, p := range preds[node(key)] {
-				last = max(last, rt.end[p])
+			for _, p := range preds[i] {
+				last = max(last, rt.end(p))
 			}
 			if last == 0 {
 				continue
@@ -715,25 +792,26 @@ func (r *recorder) tokens(w *ir.Workflow, secs float64) float64 {
 	if secs <= 0 {
 		return 0
 	}
-	preds := map[string][]string{}
-	for _, e := range w.Edges {
-		preds[e.To] = append(preds[e.To], e.From)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	preds := r.predIndexes(w)
 	var sum float64
 	for _, rt := range r.runs {
-		for key, start := range rt.start {
+		for i := range len(rt.t) / 2 {
+			start := rt.start(i)
+			if start == 0 {
+				continue
+			}
 			ready := start
-			if ps := preds[node(key)]; len(ps) > 0 {
+			if ps := preds[i]; len(ps) > 0 {
 				ready = 0
 				for _, p := range ps {
-					ready = max(ready, rt.end[p])
+					ready = max(ready, rt.end(p))
 				}
 			} else if rt.submitted > 0 && rt.submitted < start {
 				ready = rt.submitted
 			}
-			if end := rt.end[key]; ready > 0 && end >= ready {
+			if end := rt.end(i); ready > 0 && end >= ready {
 				sum += float64(end-ready) / 1e9
 			}
 		}
@@ -770,7 +848,7 @@ func (b *Session) Scenario(ctx context.Context, shape string, workers, inflight,
 		return nil, err
 	}
 	want := runs
-	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, 1<<16)}
+	rec := newRecorder(w.Terminals[0], 1<<16)
 	reg := handlers.NewRegistry(handlers.Options{})
 	rec.wrap(reg, timed...)
 	defer b.startWorkers(ctx, reg, workers)()

@@ -309,10 +309,10 @@ func TestTokens(t *testing.T) {
 	}
 	// Times in ms after t0.
 	const ms, t0 = int64(time.Millisecond), int64(1_700_000_000_000_000_000)
-	rec := &recorder{runs: map[string]*runTimes{}}
+	rec := newRecorder(sink, 0)
 	times := func(run string, node string, start, end int64) {
 		rt := rec.get(run)
-		rt.start[node], rt.end[node] = t0+start*ms, t0+end*ms
+		rt.set(rec.key(node), t0+start*ms, t0+end*ms)
 	}
 	// Run 1, submitted at 0: the entry waits 2 ms in its queue and runs
 	// 1; the siblings are ready at 3 and end at 4 and 6; the join is

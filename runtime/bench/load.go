@@ -111,7 +111,7 @@ func (b *Session) load(ctx context.Context, shape string, workers, runs int, gap
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorder{runs: map[string]*runTimes{}, sink: w.Terminals[0], done: make(chan struct{}, runs+8)}
+	rec := newRecorder(w.Terminals[0], runs+8)
 	reg := handlers.NewRegistry(handlers.Options{})
 	rec.wrap(reg, timed...)
 	stop := b.startWorkers(ctx, reg, workers)
@@ -280,8 +280,8 @@ func (r *recorder) firstStart(run string) int64 {
 	defer r.mu.Unlock()
 	var first int64
 	if rt := r.runs[run]; rt != nil {
-		for _, t := range rt.start {
-			if first == 0 || t < first {
+		for i := range len(rt.t) / 2 {
+			if t := rt.start(i); t != 0 && (first == 0 || t < first) {
 				first = t
 			}
 		}

@@ -43,16 +43,19 @@ func Main() int {
 // under load, and the heap may grow to 64 MiB before a collection
 // (runtime/heapfloor). lsp and the others keep Go's default. Only in the
 // process's own Main: tests of Run leave the test binary's policy alone.
-func setGCTarget(command, gogc string) {
+// It returns what undoes it (for its test).
+func setGCTarget(command, gogc string) (undo func()) {
 	if gogc != "" {
-		return
+		return func() {}
 	}
 	switch command {
 	case "build", "check":
-		debug.SetGCPercent(400)
+		old := debug.SetGCPercent(400)
+		return func() { debug.SetGCPercent(old) }
 	case "run", "worker", "serve", "bench":
-		heapfloor.Start(heapfloor.Default)
+		return heapfloor.Start(heapfloor.Default)
 	}
+	return func() {}
 }
 
 // Run dispatches args (without the program name) to a command. It never

@@ -60,7 +60,8 @@ type plan struct {
 	info    graphInfo
 	queues  []string // the run's queues, control queue first
 	entries [][2]string
-	order   map[string]int // position in w.Order
+	order   map[string]int  // position in w.Order
+	exprs   map[string]bool // the nodes with expressions (hasExprs)
 	cel     *celCache
 
 	ancMu sync.Mutex
@@ -164,6 +165,7 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 		graph: make(map[string]*gnode, len(w.Nodes)),
 		info:  graphInfo{Ctl: ctl, Outputs: len(w.Outputs) > 0 || len(w.Goals) > 0 || w.Finally != nil, Finally: w.Finally != nil},
 		order: make(map[string]int, len(w.Order)),
+		exprs: map[string]bool{},
 	}
 	for i, id := range w.Order {
 		p.order[id] = i
@@ -180,6 +182,9 @@ func planFromJSON(data []byte, qf queueOf, ctl string) (*plan, error) {
 	for i := range w.Nodes {
 		n := &w.Nodes[i]
 		p.nodes[n.ID] = n
+		if len(nodeExprs(n)) > 0 {
+			p.exprs[n.ID] = true
+		}
 		g := &gnode{Q: cmp.Or(qf(n.Handler), ctl)}
 		if n.Human != nil || n.Flow != nil || n.Agent != nil {
 			// A human, flow or agent node runs no handler: its token is

@@ -87,7 +87,10 @@ func errField(id string) string { return "er|" + id }
 // runBase is the start of every key of runKeys; runKey returns one of them.
 func (k keyspace) runBase(run string) string { return k.tag(k.shard(run)) + ":run:" + run + ":" }
 
-func (k keyspace) runKey(run, name string) string { return k.runBase(run) + name }
+// (One concatenation, one string: state and events are made per execution.)
+func (k keyspace) runKey(run, name string) string {
+	return k.tag(k.shard(run)) + ":run:" + run + ":" + name
+}
 
 func (k keyspace) state(run string) string  { return k.runKey(run, "state") }
 func (k keyspace) events(run string) string { return k.runKey(run, "events") }

@@ -1347,8 +1347,9 @@ func (j *job) evalOutputs(act vars) (string, error) {
 }
 
 // hasExprs reports whether a node has expressions: a node without needs no
-// activation (nor the run's inputs decoded).
-func (p *plan) hasExprs(id string) bool { return len(nodeExprs(p.nodes[id])) > 0 }
+// activation (nor the run's inputs decoded). Known from the plan's making:
+// asked two or three times per execution, nodeExprs allocated each time.
+func (p *plan) hasExprs(id string) bool { return p.exprs[id] }
 
 // reads returns the nodes whose outputs a node's expressions (when,
 // with, for_each, loop, branch, compensate) refer to: only those are read

@@ -29,17 +29,21 @@ var runScripts = []string{"start", "complete", "retry", "expand", "itemdone", "f
 // heartbeat, release), on a shard's queue and entry streams (take) or on a
 // worker's consumers (reap), or, as the fast paths of complete and start
 // (advance, begin) and of itemdone (itemnext), on the run KEYS with
-// positional arguments and only step.lua before them.
-var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "itemnext", "deploy", "take"}
+// positional arguments and only step.lua before them. take and admit
+// share admission.lua.
+var streamScripts = []string{"promote", "heartbeat", "release", "reap", "advance", "begin", "itemnext", "deploy", "take", "admit"}
 
 // preludes are the files a script's body follows, by script: step.lua
-// (what every script writing a run's steps shares) and lib.lua.
+// (what every script writing a run's steps shares) and lib.lua, or
+// admission.lua (take and admit).
 func preludes(name string) []string {
 	switch {
 	case slices.Contains(runScripts, name):
 		return []string{"step", "lib"}
 	case name == "advance" || name == "begin" || name == "itemnext":
 		return []string{"step"}
+	case name == "take" || name == "admit":
+		return []string{"admission"}
 	}
 	return nil
 }

@@ -268,6 +268,12 @@ type Worker struct {
 	// plain XREADGROUP and looks again (XLEN of the entry streams), which
 	// costs Redis much less than the script on every completion.
 	entryWaiting []atomic.Bool
+	// lagAdmit: a piggyback that admits uses admit.lua and a plain read
+	// rather than take.lua, whose read passes every message through Lua
+	// (admit.lua says why). Set by Run when the server reports its
+	// version as Redis 7 or later (serverCountsLag), cleared when admit
+	// finds a group without its lag.
+	lagAdmit atomic.Bool
 	// looks, by shard: what the piggybacks last saw of the entry streams
 	// and the credits.
 	looks    []entryLook
@@ -400,6 +406,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	w.fresh.measure(ctx, w.st.rdb)
+	w.lagAdmit.Store(serverCountsLag(ctx, w.st.rdb))
 	// Registered before the first read, so that status sees the worker
 	// at once; the registry loop then keeps the record fresh and reaps.
 	if err := w.register(ctx); err != nil && ctx.Err() == nil {
@@ -642,7 +649,11 @@ func (w *Worker) readLoop(ctx, hctx context.Context, shard int) {
 			w.blockedAtOnce.Add(1)
 		} else {
 			a = w.admit(n, 0)
-			res, held, err = w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, a, !waiting)
+			if w.lagAdmit.Load() {
+				res, held, err = w.readAdmit(ctx, shard, n, a, !waiting)
+			} else {
+				res, held, err = w.take(ctx, w.st.rdb, shard, w.takeKeys[shard], w.opts.Queues, w.opts.Consumer, n, a, !waiting)
+			}
 			if len(res) == 0 {
 				// Nothing admitted: not through the blocking read below.
 				w.admitDone(a)
@@ -713,6 +724,82 @@ func (w *Worker) takeArgs(queues []string, consumer string, n, admit int, idle b
 		args = append(args, q)
 	}
 	return args
+}
+
+// admitArgs are admit.lua's arguments for a read of n messages that may
+// admit up to admit new runs; idle as take's (credits when the read
+// drains the streams).
+func (w *Worker) admitArgs(n, admit int, idle bool) []any {
+	admit = max(0, min(n, admit))
+	grant := 0
+	if idle {
+		grant = min(admit, maxCredits)
+	}
+	args := make([]any, 0, 5+len(w.opts.Queues))
+	args = append(args, Group, n, admit, grant, w.opts.AdmitAge.Milliseconds())
+	for _, q := range w.opts.Queues {
+		args = append(args, q)
+	}
+	return args
+}
+
+// readAdmit is take's read as a pipeline of admit.lua and a plain
+// XREADGROUP (not blocking) of the shard's queue streams, for a server
+// that counts a group's lag (lagAdmit).
+func (w *Worker) readAdmit(ctx context.Context, shard, n, admit int, idle bool) (res []redis.XStream, held bool, err error) {
+	pipe := w.st.rdb.Pipeline()
+	adm := w.st.scripts["admit"].EvalSha(ctx, pipe, w.takeKeys[shard], w.admitArgs(n, admit, idle)...)
+	xr := pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], n, -1))
+	_, _ = pipe.Exec(ctx) // each command's error is read below
+	held = w.admitReply(ctx, adm)
+	res, err = xr.Result()
+	if err == redis.Nil {
+		err = nil // read nothing: as take, an empty read
+	}
+	return res, held, err
+}
+
+// admitReply reads admit.lua's reply and returns its held: a group
+// without its lag ({-1, 0}) sends the worker back to take.lua; a script
+// the server lost (NOSCRIPT: a restart, a flush) is loaded again for the
+// next read, the read after it being done anyway (admitting none).
+func (w *Worker) admitReply(ctx context.Context, c *redis.Cmd) (held bool) {
+	v, err := c.Result()
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT"):
+		if lerr := w.st.scripts["admit"].Load(ctx, w.st.rdb).Err(); lerr != nil && ctx.Err() == nil {
+			w.log.Debug("wfc worker: loading admit.lua", "err", lerr)
+		}
+	case err != nil:
+		// Nothing admitted; a later read admits.
+	default:
+		r, ok := v.([]any)
+		if ok && len(r) == 2 && r[0] == int64(-1) {
+			w.lagAdmit.Store(false)
+			w.log.Debug("wfc worker: a consumer group reports no lag; admitting with take.lua")
+		}
+		return ok && len(r) == 2 && r[1] == int64(1)
+	}
+	return false
+}
+
+// serverCountsLag tells whether the server reports a consumer group's
+// lag (XINFO GROUPS), which admit.lua counts by: Redis 7.0 or later, by
+// INFO server (a server that does not say, such as the embedded one or
+// one whose ACL refuses INFO, gets take.lua).
+func serverCountsLag(ctx context.Context, c redis.UniversalClient) bool {
+	txt, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return false
+	}
+	for line := range strings.SplitSeq(txt, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			major, _, _ := strings.Cut(v, ".")
+			n, err := strconv.Atoi(major)
+			return err == nil && n >= 7
+		}
+	}
+	return false
 }
 
 // maxCredits bounds the credits an idle worker grants a queue of a
@@ -903,6 +990,7 @@ func (w *Worker) dispatchRead(hctx context.Context, shard int, res []redis.XStre
 type pendingTake struct {
 	cmd  *redis.Cmd             // take.lua, or
 	xr   *redis.XStreamSliceCmd // a plain read of the queue streams
+	adm  *redis.Cmd             // admit.lua, before xr, or nil
 	lens []*redis.IntCmd        // and the entry streams' lengths
 	// credits: the queues' credits, read with lens.
 	credits *redis.SliceCmd
@@ -933,7 +1021,13 @@ func (w *Worker) queueTake(ctx context.Context, pipe redis.Pipeliner, shard, k i
 	if w.entryWaiting[shard].Load() {
 		t.admit = w.admit(k+t.extra, k)
 	}
-	if t.admit > 0 {
+	if t.admit > 0 && w.lagAdmit.Load() {
+		// admit.lua, then a plain read: the same admission as take.lua's
+		// (the work of runs in flight first, then the new runs waiting),
+		// without passing the messages read through Lua.
+		t.adm = w.st.scripts["admit"].EvalSha(ctx, pipe, w.takeKeys[shard], w.admitArgs(k+t.extra, t.admit, false)...)
+		t.xr = pipe.XReadGroup(ctx, w.readArgs(w.readStreams[shard], k+t.extra, -1))
+	} else if t.admit > 0 {
 		// take.lua, as the read loop reads: the work of runs in flight
 		// first, then the new runs waiting. Not when the admission
 		// target admits none: the script would only read (measured: a
@@ -1046,6 +1140,9 @@ func (w *Worker) takeDone(ctx context.Context, t *pendingTake, shard int) int {
 	used := 0
 	var res []redis.XStream
 	var err error
+	if t.adm != nil {
+		w.admitReply(ctx, t.adm)
+	}
 	if t.xr != nil {
 		res, err = t.xr.Result()
 	} else {

@@ -60,25 +60,6 @@ local all = {}
 for i = 1, nq do all[i] = i end
 read(n, all)
 
--- move moves up to k entry tokens of queue i to its stream; it returns
--- how many it moved.
-local function move(i, k)
-  local es = redis.call('XRANGE', KEYS[2 * i + 1], '-', '+', 'COUNT', k)
-  if #es == 0 then return 0 end
-  local ids = {'XDEL', KEYS[2 * i + 1]}
-  for _, e in ipairs(es) do
-    -- e: the entry stream's id, when start wrote the token (the worker's
-    -- freshness goes by it, not by the new id: fresh.go).
-    local f = e[2]
-    f[#f + 1] = 'e'
-    f[#f + 1] = e[1]
-    redis.call('XADD', KEYS[2 * i], '*', unpack(f))
-    ids[#ids + 1] = e[1]
-  end
-  redis.call(unpack(ids))
-  return #es
-end
-
 local room = n - got
 local budget = math.min(room, admit)
 local held = 0
@@ -96,28 +77,9 @@ if budget > 0 then
     end
   end
   if most > 0 then read(most, moved) end
-  if budget == 0 and room > admit then
-    for i = 1, nq do
-      if redis.call('XLEN', KEYS[2 * i + 1]) > 0 then held = 1 break end
-    end
-  end
+  if budget == 0 and room > admit then held = waiting(nq) end
 else
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  for i = 1, nq do
-    local h = redis.call('XRANGE', KEYS[2 * i + 1], '-', '+', 'COUNT', 1)[1]
-    if h and room > 0 then held = 1 end
-    if h and now - tonumber(string.match(h[1], '^%d+')) >= age then
-      -- One such move per queue every `age` ms (field aged|<queue>): a
-      -- move at every full read would admit new runs faster than runs end
-      -- under a long burst, and every run would slow down again.
-      local f = 'aged|' .. ARGV[6 + i]
-      if now - tonumber(redis.call('HGET', ADMIT, f) or '0') >= age then
-        move(i, 1)
-        redis.call('HSET', ADMIT, f, now)
-      end
-    end
-  end
+  held = aged(nq, room, age, ADMIT, 6)
 end
 
 -- Also when it read some (a lone run's next token): a drained read would
@@ -126,10 +88,5 @@ end
 -- blockAtOnce), need not come back with a read of nothing to top them up.
 -- Not while entry tokens wait (held): a start that spent a credit would
 -- go ahead of them.
-if got < n and grant > 0 and held == 0 then
-  for i = 1, nq do
-    local c = tonumber(redis.call('HGET', ADMIT, ARGV[6 + i]) or '0')
-    if c < grant then redis.call('HSET', ADMIT, ARGV[6 + i], grant) end
-  end
-end
+if got < n and grant > 0 and held == 0 then credit(nq, grant, ADMIT, 6) end
 return {out, held}

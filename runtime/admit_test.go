@@ -1,0 +1,172 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestAdmitReadsAsTake: admit.lua followed by a plain XREADGROUP reads,
+// admits, holds back, leaves waiting and grants credits exactly as
+// take.lua does, over continuations that fill the read or not, new runs
+// waiting or not, admit bounds and an idle reader or not (72 cases). On a real Redis (7.0 or later: the group's lag); the
+// embedded server reports no version, and its workers use take.lua.
+func TestAdmitReadsAsTake(t *testing.T) {
+	ctx := context.Background()
+	e := openEngine(t, backends[1], Options{Queues: sameQueue})
+	if !serverCountsLag(ctx, e.st.rdb) {
+		t.Fatal("the test's redis-server does not count lag: it is older than 7.0")
+	}
+	wf := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord")}})
+	keys := e.st.ks.takeKeys(0, []string{"work"})
+	w := &Worker{st: e.st, ks: e.st.ks, opts: WorkerOptions{AdmitAge: time.Hour, Queues: []string{"work"}}}
+	streams := []string{keys[1], ">"}
+	const n = 8
+	type result struct {
+		read, cont int
+		held       bool
+		remain     int64
+		credits    int
+	}
+	// setup empties the keys and queues cont continuations (messages of
+	// runs in flight, undelivered) and waiting new runs.
+	setup := func(cont, waiting int) {
+		t.Helper()
+		for _, k := range keys {
+			if err := e.st.rdb.Del(ctx, k).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.st.ensureGroup(ctx, keys[1]); err != nil {
+			t.Fatal(err)
+		}
+		for i := range cont {
+			if err := e.st.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys[1], Values: []any{"t", fmt.Sprintf("cont%d", i)}}).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range waiting {
+			if _, err := e.Submit(ctx, wf, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	count := func(res []redis.XStream) (read, cont int) {
+		for _, s := range res {
+			for _, m := range s.Messages {
+				read++
+				if v, _ := m.Values["t"].(string); len(v) > 4 && v[:4] == "cont" {
+					cont++
+				}
+			}
+		}
+		return read, cont
+	}
+	credits := func() int {
+		c, _ := e.st.rdb.HGet(ctx, keys[0], "work").Int()
+		return c
+	}
+	for _, cont := range []int{0, 3, 8, 10} {
+		for _, waiting := range []int{0, 2, 10} {
+			for _, admit := range []int{0, 3, 8} {
+				for _, idle := range []bool{false, true} {
+					name := fmt.Sprintf("%d continuations, %d new runs, admit %d, idle %v", cont, waiting, admit, idle)
+					setup(cont, waiting)
+					res, held, err := w.take(ctx, e.st.rdb, 0, keys, []string{"work"}, "test", n, admit, idle)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want result
+					want.read, want.cont = count(res)
+					want.held, want.remain, want.credits = held, waitingEntries(t, e), credits()
+
+					setup(cont, waiting)
+					pipe := e.st.rdb.Pipeline()
+					adm := e.st.scripts["admit"].EvalSha(ctx, pipe, keys, w.admitArgs(n, admit, idle)...)
+					xr := pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "test", Streams: streams, Count: n, Block: -1})
+					if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+						// NOSCRIPT the first time: load it and run again.
+						if err := e.st.scripts["admit"].Load(ctx, e.st.rdb).Err(); err != nil {
+							t.Fatal(err)
+						}
+						setup(cont, waiting)
+						pipe = e.st.rdb.Pipeline()
+						adm = e.st.scripts["admit"].EvalSha(ctx, pipe, keys, w.admitArgs(n, admit, idle)...)
+						xr = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "test", Streams: streams, Count: n, Block: -1})
+						if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+							t.Fatal(err)
+						}
+					}
+					reply, err := adm.Slice()
+					if err != nil || len(reply) != 2 {
+						t.Fatalf("%s: admit replied %v, %v", name, reply, err)
+					}
+					r, _ := xr.Result()
+					var got result
+					got.read, got.cont = count(r)
+					got.held, got.remain, got.credits = reply[1] == int64(1), waitingEntries(t, e), credits()
+					if got != want {
+						t.Errorf("%s: admit then a read %+v, take %+v", name, got, want)
+					}
+					if moved := reply[0].(int64); int(moved) != got.read-got.cont {
+						t.Errorf("%s: admit says it moved %d, the read found %d new runs", name, moved, got.read-got.cont)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAdmitWithoutLag: a group whose lag the server cannot tell (its last
+// delivered id set by hand, then an entry after it deleted) makes admit
+// write nothing and
+// reply {-1, 0}, which sends a worker back to take.lua; the embedded
+// server reports no version, so its workers never use admit.
+func TestAdmitWithoutLag(t *testing.T) {
+	ctx := context.Background()
+	e := openEngine(t, backends[1], Options{Queues: sameQueue})
+	wf := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord")}})
+	keys := e.st.ks.takeKeys(0, []string{"work"})
+	if err := e.st.ensureGroup(ctx, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 3 {
+		id, err := e.st.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys[1], Values: []any{"t", fmt.Sprint(i)}}).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := e.st.rdb.XGroupSetID(ctx, keys[1], Group, ids[0]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.rdb.XDel(ctx, keys[1], ids[1]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Submit(ctx, wf, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{st: e.st, ks: e.st.ks, log: e.log, opts: WorkerOptions{AdmitAge: time.Hour, Queues: []string{"work"}}}
+	w.lagAdmit.Store(true)
+	cmd := e.st.scripts["admit"].Run(ctx, e.st.rdb, keys, w.admitArgs(8, 8, false)...)
+	reply, err := cmd.Slice()
+	if err != nil || len(reply) != 2 || reply[0] != int64(-1) {
+		t.Fatalf("admit on a group without its lag replied %v, %v; want [-1 0]", reply, err)
+	}
+	if n := waitingEntries(t, e); n != 1 {
+		t.Errorf("%d new runs wait after admit, want 1 (nothing moved)", n)
+	}
+	w.admitReply(ctx, cmd)
+	if w.lagAdmit.Load() {
+		t.Error("the worker still admits with admit.lua")
+	}
+
+	m := openEngine(t, backends[0], Options{Queues: sameQueue})
+	if serverCountsLag(ctx, m.st.rdb) {
+		t.Error("the embedded server counts as one that reports a group's lag")
+	}
+}

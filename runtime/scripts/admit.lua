@@ -1,9 +1,10 @@
 -- admit: take.lua's admission without its read, for a pipeline that
 -- reads next with a plain XREADGROUP (worker.go: a worker's read loop,
--- readAdmit, and a completion's read, queueTake). take reads the queues' streams inside the script, so every
--- message it reads becomes a Lua table and then the script's reply again:
--- about 4.5 µs of Redis CPU per message, a third of a take's cost
--- (docs/performance.md, "Issue #19, eighth pass"). admit counts the
+-- readAdmit, and a completion's read, queueTake). take reads the queues'
+-- streams inside the script, so every message it reads becomes a Lua
+-- table and then the script's reply again: about 4.5 µs of Redis CPU per
+-- message, two thirds of a take of ten (docs/performance.md, "Issue #19,
+-- seventh pass"). admit counts the
 -- messages that read will find instead, from each queue's consumer group
 -- (XINFO GROUPS: lag, the entries not yet delivered to the group, Redis
 -- 7.0 and later), and admits new runs into the room they leave, as take

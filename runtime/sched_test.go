@@ -444,7 +444,9 @@ func TestTakeGrantsCredits(t *testing.T) {
 // TestTakeRefusesBadGrant: a grant that is not a whole number of credits
 // (0 or more) is a bad call, refused before any write: a fraction would
 // be left in the admission hash, where a start's HINCRBY fails on it. So
-// is such an admit.
+// is such an admit, or an n that is no whole number of messages (a
+// fraction failed the script at its first XRANGE), in take.lua and in
+// admit.lua alike.
 func TestTakeRefusesBadGrant(t *testing.T) {
 	forBackends(t, func(t *testing.T, b backend) {
 		e := openEngine(t, b, Options{})
@@ -454,15 +456,22 @@ func TestTakeRefusesBadGrant(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, bad := range []any{"x", -1, "1.5", ""} {
-			for i, args := range [][]any{{Group, "test", 4, 4, bad, 1000, q}, {Group, "test", 4, bad, 4, 1000, q}} {
+			for i, args := range [][]any{{Group, "test", 4, 4, bad, 1000, q}, {Group, "test", 4, bad, 4, 1000, q}, {Group, "test", bad, 4, 4, 1000, q}} {
 				err := e.st.scripts["take"].Run(ctx, e.st.rdb, e.st.ks.takeKeys(0, []string{q}), args...).Err()
 				if err == nil || !strings.Contains(err.Error(), "bad take call") {
-					t.Errorf("%s %q: %v, want a bad take call", []string{"grant", "admit"}[i], bad, err)
+					t.Errorf("%s %q: %v, want a bad take call", []string{"grant", "admit", "n"}[i], bad, err)
+				}
+			}
+			// admit.lua checks the same numbers (admission.lua's params).
+			for i, args := range [][]any{{Group, 4, 4, bad, 1000, q}, {Group, 4, bad, 4, 1000, q}, {Group, bad, 4, 4, 1000, q}} {
+				err := e.st.scripts["admit"].Run(ctx, e.st.rdb, e.st.ks.takeKeys(0, []string{q}), args...).Err()
+				if err == nil || !strings.Contains(err.Error(), "bad admit call") {
+					t.Errorf("admit, %s %q: %v, want a bad admit call", []string{"grant", "admit", "n"}[i], bad, err)
 				}
 			}
 		}
 		if n, err := e.st.rdb.Exists(ctx, e.st.ks.admit(0)).Result(); err != nil || n != 0 {
-			t.Errorf("a refused take wrote the admission hash (%d, %v)", n, err)
+			t.Errorf("a refused take or admit wrote the admission hash (%d, %v)", n, err)
 		}
 	})
 }

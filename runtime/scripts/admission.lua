@@ -3,6 +3,21 @@
 -- "Scheduling"). Both have the same KEYS: 1 the shard's admission hash,
 -- then for each queue i: 2i its stream, 2i+1 its entry stream.
 
+-- params reads the numbers both scripts take, ARGV[at] to ARGV[at + 3]:
+-- n, admit, grant and age (the queue names follow them), and returns them
+-- and nq, the number of queues, or nil when they or the counts of KEYS and
+-- ARGV are not what a call must pass.
+local function params(at)
+  local n, admit, grant, age = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]),
+    tonumber(ARGV[at + 3])
+  local nq = (#KEYS - 1) / 2
+  if not n or n < 1 or n % 1 ~= 0 or not admit or admit < 0 or admit % 1 ~= 0 or not grant or grant < 0 or grant % 1 ~= 0
+    or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= at + 3 + nq then
+    return nil
+  end
+  return n, admit, grant, age, nq
+end
+
 -- move moves up to k entry tokens of queue i to its stream; it returns
 -- how many it moved.
 local function move(i, k)

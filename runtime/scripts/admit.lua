@@ -30,12 +30,8 @@
 -- queued meanwhile is read if the COUNT has room (else it waits, as any
 -- message does).
 local group = ARGV[1]
-local n, admit, grant, age = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local nq = (#KEYS - 1) / 2
-if not n or n < 1 or not admit or admit < 0 or admit % 1 ~= 0 or not grant or grant < 0 or grant % 1 ~= 0
-  or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 5 + nq then
-  return redis.error_reply('ERR wfc: bad admit call')
-end
+local n, admit, grant, age, nq = params(2)
+if not n then return redis.error_reply('ERR wfc: bad admit call') end
 local ADMIT = KEYS[1]
 
 -- The messages the read will find: each stream's lag in the group.

@@ -34,12 +34,8 @@
 --   while new runs wait. So a worker that was idle and got busy leaves
 --   at most its grant per queue, which as many new runs spend.
 local group, consumer = ARGV[1], ARGV[2]
-local n, admit, grant, age = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local nq = (#KEYS - 1) / 2
-if not n or n < 1 or not admit or admit < 0 or admit % 1 ~= 0 or not grant or grant < 0 or grant % 1 ~= 0
-  or not age or nq < 1 or nq % 1 ~= 0 or #ARGV ~= 6 + nq then
-  return redis.error_reply('ERR wfc: bad take call')
-end
+local n, admit, grant, age, nq = params(3)
+if not n then return redis.error_reply('ERR wfc: bad take call') end
 local ADMIT = KEYS[1]
 
 local out, got = {}, 0

@@ -122,8 +122,8 @@ func TestAdmitReadsAsTake(t *testing.T) {
 
 // TestAdmitWithoutLag: a group whose lag the server cannot tell (its last
 // delivered id set by hand, then an entry after it deleted) makes admit
-// write nothing and
-// reply {-1, 0}, which sends a worker back to take.lua; the embedded
+// write nothing and reply {-1, 0}, which sends a worker back to take.lua;
+// a missing group or stream replies {0, 0} and does not; the embedded
 // server reports no version, so its workers never use admit.
 func TestAdmitWithoutLag(t *testing.T) {
 	ctx := context.Background()
@@ -163,6 +163,29 @@ func TestAdmitWithoutLag(t *testing.T) {
 	w.admitReply(ctx, cmd)
 	if w.lagAdmit.Load() {
 		t.Error("the worker still admits with admit.lua")
+	}
+
+	// A stream or group that is not there is no reason to go back to take:
+	// nothing is admitted, and the read that follows says NOGROUP.
+	w.lagAdmit.Store(true)
+	for _, del := range []func() error{
+		func() error { return e.st.rdb.XGroupDestroy(ctx, keys[1], Group).Err() },
+		func() error { return e.st.rdb.Del(ctx, keys[1]).Err() },
+	} {
+		if err := del(); err != nil {
+			t.Fatal(err)
+		}
+		cmd := e.st.scripts["admit"].Run(ctx, e.st.rdb, keys, w.admitArgs(8, 8, true)...)
+		if reply, err := cmd.Slice(); err != nil || len(reply) != 2 || reply[0] != int64(0) {
+			t.Errorf("admit without its group or stream replied %v, %v; want [0 0]", reply, err)
+		}
+		w.admitReply(ctx, cmd)
+		if !w.lagAdmit.Load() {
+			t.Error("a missing group sent the worker back to take.lua")
+		}
+		if n := waitingEntries(t, e); n != 1 {
+			t.Errorf("%d new runs wait, want 1 (nothing moved)", n)
+		}
 	}
 
 	m := openEngine(t, backends[0], Options{Queues: sameQueue})

@@ -268,11 +268,11 @@ type Worker struct {
 	// plain XREADGROUP and looks again (XLEN of the entry streams), which
 	// costs Redis much less than the script on every completion.
 	entryWaiting []atomic.Bool
-	// lagAdmit: a piggyback that admits uses admit.lua and a plain read
-	// rather than take.lua, whose read passes every message through Lua
-	// (admit.lua says why). Set by Run when the server reports its
-	// version as Redis 7 or later (serverCountsLag), cleared when admit
-	// finds a group without its lag.
+	// lagAdmit: the read loop and the piggybacks that admit use admit.lua
+	// and a plain read rather than take.lua, whose read passes every
+	// message through Lua (admit.lua says why). Set by Run when the
+	// server reports its version as Redis 7 or later (serverCountsLag),
+	// cleared when admit finds a group without its lag.
 	lagAdmit atomic.Bool
 	// looks, by shard: what the piggybacks last saw of the entry streams
 	// and the credits.

@@ -23,7 +23,8 @@
 -- take's (1 when entry tokens wait that admit held back, or that a full
 -- read left waiting). {-1, 0} when a queue's group reports no lag (a
 -- server before Redis 7.0, or one that cannot tell): nothing was written,
--- and the caller goes back to take.
+-- and the caller goes back to take. {0, 0}, nothing written, when a
+-- queue's stream or group is missing.
 -- The count is exact but for what other clients do between this script
 -- and the read (the same pipeline, not one transaction): a message
 -- another worker reads first leaves room unused until the next read, one
@@ -37,16 +38,21 @@ local ADMIT = KEYS[1]
 -- The messages the read will find: each stream's lag in the group.
 local ahead = 0
 for i = 1, nq do
+  -- A stream or group that is not there (deleted, a server restarted
+  -- empty): the read that follows fails with NOGROUP and the worker makes
+  -- them again; nothing is admitted meanwhile.
   local gs = redis.pcall('XINFO', 'GROUPS', KEYS[2 * i])
-  if type(gs) ~= 'table' or gs.err then return {-1, 0} end
-  local lag = nil
+  if type(gs) ~= 'table' or gs.err then return {0, 0} end
+  local found, lag = false, nil
   for _, g in ipairs(gs) do
     if g[2] == group then
+      found = true
       for x = 1, #g - 1, 2 do
         if g[x] == 'lag' then lag = g[x + 1] end
       end
     end
   end
+  if not found then return {0, 0} end
   if type(lag) ~= 'number' then return {-1, 0} end
   -- COUNT bounds each stream's share of the read.
   ahead = ahead + math.min(lag, n)

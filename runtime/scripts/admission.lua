@@ -50,9 +50,9 @@ end
 -- its admit is 0) does: starvation's bound. An entry token that waited
 -- age ms or more is moved to its queue's tail, where it is read in its
 -- turn, at most one per queue every age ms (the field aged|<queue> of
--- the admission hash adm; the queue's name is ARGV[names + i]). It
+-- the admission hash, KEYS[1]; the queue's name is ARGV[names + i]). It
 -- returns held: 1 when an entry token waits and the read had room.
-local function aged(nq, room, age, adm, names)
+local function aged(nq, room, age, names)
   local held = 0
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -64,9 +64,9 @@ local function aged(nq, room, age, adm, names)
       -- read would admit new runs faster than runs end under a long
       -- burst, and every run would slow down again.
       local f = 'aged|' .. ARGV[names + i]
-      if now - tonumber(redis.call('HGET', adm, f) or '0') >= age then
+      if now - tonumber(redis.call('HGET', KEYS[1], f) or '0') >= age then
         move(i, 1)
-        redis.call('HSET', adm, f, now)
+        redis.call('HSET', KEYS[1], f, now)
       end
     end
   end
@@ -74,13 +74,13 @@ local function aged(nq, room, age, adm, names)
 end
 
 -- credit grants each of the nq queues (their names ARGV[names + i])
--- grant credits in the admission hash adm, unless it has that many: a
+-- grant credits in the admission hash (KEYS[1]), unless it has that many: a
 -- worker about to block, whose read drained the streams while no new run
 -- waited, lets that many new runs' entry tokens go straight to the
 -- streams, which wakes its blocked read (docs/runtime.md, "Scheduling").
-local function credit(nq, grant, adm, names)
+local function credit(nq, grant, names)
   for i = 1, nq do
-    local c = tonumber(redis.call('HGET', adm, ARGV[names + i]) or '0')
-    if c < grant then redis.call('HSET', adm, ARGV[names + i], grant) end
+    local c = tonumber(redis.call('HGET', KEYS[1], ARGV[names + i]) or '0')
+    if c < grant then redis.call('HSET', KEYS[1], ARGV[names + i], grant) end
   end
 end

@@ -10,7 +10,8 @@
 -- 7.0 and later), and admits new runs into the room they leave, as take
 -- does with what it read: when the continuations leave fewer than n, the
 -- oldest entry tokens fill the rest, up to admit, oldest queue first; else
--- it moves an entry token that waited age ms (aged, admission.lua); and
+-- it moves an entry token that waited age ms (aged, admission.lua), which
+-- the read then takes if it has room (take's next read would); and
 -- when the read will find fewer than n, it grants credits as take does.
 -- KEYS: as take's: 1 the shard's admission hash, then for each queue i:
 --       2i its stream, 2i+1 its entry stream.
@@ -33,7 +34,6 @@
 local group = ARGV[1]
 local n, admit, grant, age, nq = params(2)
 if not n then return redis.error_reply('ERR wfc: bad admit call') end
-local ADMIT = KEYS[1]
 
 -- The messages the read will find: each stream's lag in the group.
 local ahead = 0
@@ -70,7 +70,7 @@ if budget > 0 then
   end
   if budget == 0 and room > admit then held = waiting(nq) end
 else
-  held = aged(nq, room, age, ADMIT, 5)
+  held = aged(nq, room, age, 5)
 end
-if ahead + moved < n and grant > 0 and held == 0 then credit(nq, grant, ADMIT, 5) end
+if ahead + moved < n and grant > 0 and held == 0 then credit(nq, grant, 5) end
 return {moved, held}

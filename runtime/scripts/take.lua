@@ -36,7 +36,6 @@
 local group, consumer = ARGV[1], ARGV[2]
 local n, admit, grant, age, nq = params(3)
 if not n then return redis.error_reply('ERR wfc: bad take call') end
-local ADMIT = KEYS[1]
 
 local out, got = {}, 0
 local function read(count, qs)
@@ -75,7 +74,7 @@ if budget > 0 then
   if most > 0 then read(most, moved) end
   if budget == 0 and room > admit then held = waiting(nq) end
 else
-  held = aged(nq, room, age, ADMIT, 6)
+  held = aged(nq, room, age, 6)
 end
 
 -- Also when it read some (a lone run's next token): a drained read would
@@ -84,5 +83,5 @@ end
 -- blockAtOnce), need not come back with a read of nothing to top them up.
 -- Not while entry tokens wait (held): a start that spent a credit would
 -- go ahead of them.
-if got < n and grant > 0 and held == 0 then credit(nq, grant, ADMIT, 6) end
+if got < n and grant > 0 and held == 0 then credit(nq, grant, 6) end
 return {out, held}

@@ -12,8 +12,12 @@ import (
 // TestAdmitReadsAsTake: admit.lua followed by a plain XREADGROUP reads,
 // admits, holds back, leaves waiting and grants credits exactly as
 // take.lua does, over continuations that fill the read or not, new runs
-// waiting or not, admit bounds and an idle reader or not (72 cases). On a real Redis (7.0 or later: the group's lag); the
-// embedded server reports no version, and its workers use take.lua.
+// waiting or not, admit bounds and an idle reader or not (72 cases), and
+// the same with entry tokens that waited AdmitAge: those move alike, but
+// take moves them after its read (for the next one) and admit before the
+// read, which takes them when it has room. On a real Redis (7.0 or later:
+// the group's lag); the embedded server reports no version, and its
+// workers use take.lua.
 func TestAdmitReadsAsTake(t *testing.T) {
 	ctx := context.Background()
 	e := openEngine(t, backends[1], Options{Queues: sameQueue})
@@ -27,9 +31,18 @@ func TestAdmitReadsAsTake(t *testing.T) {
 	const n = 8
 	type result struct {
 		read, cont int
+		later      int // messages left in the stream for the next read
 		held       bool
 		remain     int64
 		credits    int
+	}
+	later := func() int {
+		res, _ := e.st.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "later", Streams: streams, Count: 100, Block: -1}).Result()
+		n := 0
+		for _, s := range res {
+			n += len(s.Messages)
+		}
+		return n
 	}
 	// setup empties the keys and queues cont continuations (messages of
 	// runs in flight, undelivered) and waiting new runs.
@@ -69,50 +82,64 @@ func TestAdmitReadsAsTake(t *testing.T) {
 		c, _ := e.st.rdb.HGet(ctx, keys[0], "work").Int()
 		return c
 	}
-	for _, cont := range []int{0, 3, 8, 10} {
-		for _, waiting := range []int{0, 2, 10} {
-			for _, admit := range []int{0, 3, 8} {
-				for _, idle := range []bool{false, true} {
-					name := fmt.Sprintf("%d continuations, %d new runs, admit %d, idle %v", cont, waiting, admit, idle)
-					setup(cont, waiting)
-					res, held, err := w.take(ctx, e.st.rdb, 0, keys, []string{"work"}, "test", n, admit, idle)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var want result
-					want.read, want.cont = count(res)
-					want.held, want.remain, want.credits = held, waitingEntries(t, e), credits()
-
-					setup(cont, waiting)
-					pipe := e.st.rdb.Pipeline()
-					adm := e.st.scripts["admit"].EvalSha(ctx, pipe, keys, w.admitArgs(n, admit, idle)...)
-					xr := pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "test", Streams: streams, Count: n, Block: -1})
-					if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-						// NOSCRIPT the first time: load it and run again.
-						if err := e.st.scripts["admit"].Load(ctx, e.st.rdb).Err(); err != nil {
-							t.Fatal(err)
-						}
+	for _, age := range []time.Duration{time.Hour, 0} {
+		w.opts.AdmitAge = age
+		for _, cont := range []int{0, 3, 8, 10} {
+			for _, waiting := range []int{0, 2, 10} {
+				for _, admit := range []int{0, 3, 8} {
+					for _, idle := range []bool{false, true} {
+						name := fmt.Sprintf("%d continuations, %d new runs, admit %d, idle %v, age %s", cont, waiting, admit, idle, age)
 						setup(cont, waiting)
-						pipe = e.st.rdb.Pipeline()
-						adm = e.st.scripts["admit"].EvalSha(ctx, pipe, keys, w.admitArgs(n, admit, idle)...)
-						xr = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "test", Streams: streams, Count: n, Block: -1})
-						if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+						res, held, err := w.take(ctx, e.st.rdb, 0, keys, []string{"work"}, "test", n, admit, idle)
+						if err != nil {
 							t.Fatal(err)
 						}
-					}
-					reply, err := adm.Slice()
-					if err != nil || len(reply) != 2 {
-						t.Fatalf("%s: admit replied %v, %v", name, reply, err)
-					}
-					r, _ := xr.Result()
-					var got result
-					got.read, got.cont = count(r)
-					got.held, got.remain, got.credits = reply[1] == int64(1), waitingEntries(t, e), credits()
-					if got != want {
-						t.Errorf("%s: admit then a read %+v, take %+v", name, got, want)
-					}
-					if moved := reply[0].(int64); int(moved) != got.read-got.cont {
-						t.Errorf("%s: admit says it moved %d, the read found %d new runs", name, moved, got.read-got.cont)
+						var want result
+						want.read, want.cont = count(res)
+						want.held, want.remain, want.credits = held, waitingEntries(t, e), credits()
+						want.later = later()
+
+						setup(cont, waiting)
+						pipe := e.st.rdb.Pipeline()
+						adm := e.st.scripts["admit"].EvalSha(ctx, pipe, keys, w.admitArgs(n, admit, idle)...)
+						xr := pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "test", Streams: streams, Count: n, Block: -1})
+						if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+							// NOSCRIPT the first time: load it and run again.
+							if err := e.st.scripts["admit"].Load(ctx, e.st.rdb).Err(); err != nil {
+								t.Fatal(err)
+							}
+							setup(cont, waiting)
+							pipe = e.st.rdb.Pipeline()
+							adm = e.st.scripts["admit"].EvalSha(ctx, pipe, keys, w.admitArgs(n, admit, idle)...)
+							xr = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "test", Streams: streams, Count: n, Block: -1})
+							if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+								t.Fatal(err)
+							}
+						}
+						reply, err := adm.Slice()
+						if err != nil || len(reply) != 2 {
+							t.Fatalf("%s: admit replied %v, %v", name, reply, err)
+						}
+						r, _ := xr.Result()
+						var got result
+						got.read, got.cont = count(r)
+						got.held, got.remain, got.credits = reply[1] == int64(1), waitingEntries(t, e), credits()
+						got.later = later()
+						moved := int(reply[0].(int64))
+						if age == 0 {
+							// An aged token: take moves it after its read, for
+							// the next one; admit before the read, which takes
+							// it when it has room. The same tokens move.
+							if got.read+got.later != want.read+want.later {
+								t.Errorf("%s: admit then a read made %d+%d messages readable, take %d+%d", name, got.read, got.later, want.read, want.later)
+							}
+							got.read, got.later, want.read, want.later = 0, 0, 0, 0
+						} else if moved != got.read-got.cont {
+							t.Errorf("%s: admit says it moved %d, the read found %d new runs", name, moved, got.read-got.cont)
+						}
+						if got != want {
+							t.Errorf("%s: admit then a read %+v, take %+v", name, got, want)
+						}
 					}
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wfc-lang/wfc/runtime/internal/redistest"
 )
 
 // TestAdmitReadsAsTake: admit.lua followed by a plain XREADGROUP reads,
@@ -218,5 +220,55 @@ func TestAdmitWithoutLag(t *testing.T) {
 	m := openEngine(t, backends[0], Options{Queues: sameQueue})
 	if serverCountsLag(ctx, m.st.rdb) {
 		t.Error("the embedded server counts as one that reports a group's lag")
+	}
+}
+
+// TestReadAdmitReloads: a server that lost admit.lua (a restart, SCRIPT
+// FLUSH) still gives the read loop its messages, admitting none, and the
+// worker loads the script again for the next read, which admits. Its own
+// redis-server: the flush would reach other tests' scripts.
+func TestReadAdmitReloads(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{})
+	e := openEngine(t, backend{"own", func(testing.TB) string { return srv.URL() }}, Options{Queues: sameQueue})
+	wf := build(t, wfSpec{nodes: []*nodeSpec{task("x", "ord")}})
+	w := e.NewWorker(WorkerOptions{Queues: []string{"work"}, Consumer: "test", AdmitAge: time.Hour})
+	keys := e.st.ks.takeKeys(0, []string{"work"})
+	if err := e.st.ensureGroup(ctx, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys[1], Values: []any{"t", "cont"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := e.Submit(ctx, wf, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.st.rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	read := func() int {
+		res, _, err := w.readAdmit(ctx, 0, 4, 4, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range res {
+			n += len(s.Messages)
+		}
+		return n
+	}
+	if n := read(); n != 1 {
+		t.Errorf("the read after a lost admit.lua got %d messages, want the 1 continuation", n)
+	}
+	if n := waitingEntries(t, e); n != 2 {
+		t.Errorf("%d new runs wait, want 2 (none admitted without the script)", n)
+	}
+	if ok, err := e.st.rdb.ScriptExists(ctx, e.st.scripts["admit"].Hash()).Result(); err != nil || !ok[0] {
+		t.Fatalf("admit.lua not loaded again (%v, %v)", ok, err)
+	}
+	if n := read(); n != 2 {
+		t.Errorf("the next read got %d messages, want the 2 new runs admitted", n)
 	}
 }
